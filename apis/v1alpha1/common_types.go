@@ -1,0 +1,145 @@
+// Package v1alpha1 holds the valkey.io/v1alpha1 API: ValkeyCluster and ValkeyNode, the
+// condition types and reasons each controller owns, the label keys, and the naming
+// functions that make object names a stable API.
+//
+// +kubebuilder:object:generate=true
+// +groupName=valkey.io
+package v1alpha1
+
+import (
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/scheme"
+)
+
+var (
+	// GroupVersion is the API group and version of every kind in this package.
+	GroupVersion = schema.GroupVersion{Group: "valkey.io", Version: "v1alpha1"}
+
+	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
+	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+
+	// AddToScheme adds the kinds of this package to a runtime.Scheme.
+	AddToScheme = SchemeBuilder.AddToScheme
+)
+
+// WorkloadType is the kind of workload that runs a ValkeyNode's server.
+// +kubebuilder:validation:Enum=StatefulSet;Deployment
+type WorkloadType string
+
+const (
+	// WorkloadStatefulSet runs each node as a one-replica StatefulSet (the default; required
+	// with persistence).
+	WorkloadStatefulSet WorkloadType = "StatefulSet"
+	// WorkloadDeployment runs each node as a one-replica Deployment (no persistence).
+	WorkloadDeployment WorkloadType = "Deployment"
+)
+
+// ReclaimPolicy says what happens to a node's PersistentVolumeClaim once the node is deleted.
+// +kubebuilder:validation:Enum=Retain;Delete
+type ReclaimPolicy string
+
+const (
+	// ReclaimRetain keeps the claim (and its data) after the node is gone; a node of the same
+	// name and cluster created later reuses it.
+	ReclaimRetain ReclaimPolicy = "Retain"
+	// ReclaimDelete deletes the claim once the node is drained and deleted.
+	ReclaimDelete ReclaimPolicy = "Delete"
+)
+
+// AppendFsync is Valkey's appendfsync policy.
+// +kubebuilder:validation:Enum=always;everysec;no
+type AppendFsync string
+
+// PersistenceSpec enables persistent storage for Valkey data (RDB, AOF and nodes.conf).
+// Its presence enables persistence; it cannot be removed once set.
+//
+// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="persistence.storageClassName is immutable"
+type PersistenceSpec struct {
+	// Size of each node's volume. It may grow (the claim is expanded online when its
+	// StorageClass allows it) but never shrink.
+	// +required
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than 0"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="persistence.size may only grow"
+	Size resource.Quantity `json:"size"`
+
+	// StorageClassName of the claims. The cluster's default StorageClass when omitted.
+	// Immutable.
+	// +optional
+	// +kubebuilder:validation:MaxLength=253
+	StorageClassName *string `json:"storageClassName,omitempty"`
+
+	// ReclaimPolicy of a node's claim once the node is deleted: Retain (default) keeps it,
+	// Delete deletes it after the node is drained.
+	// +optional
+	// +kubebuilder:default=Retain
+	ReclaimPolicy ReclaimPolicy `json:"reclaimPolicy,omitempty"`
+
+	// RDB snapshot settings. Snapshots are on by default with persistence.
+	// +optional
+	RDB *RDBSpec `json:"rdb,omitempty"`
+
+	// AOF (append-only file) settings. Off by default.
+	// +optional
+	AOF *AOFSpec `json:"aof,omitempty"`
+}
+
+// RDBSpec configures RDB snapshots.
+type RDBSpec struct {
+	// Enabled turns RDB snapshots on (the default with persistence). The server also
+	// snapshots on a clean shutdown so that a restarted replica resyncs partially.
+	// +optional
+	// +kubebuilder:default=true
+	Enabled *bool `json:"enabled,omitempty"`
+
+	// SavePoints are Valkey `save` rules, each "<seconds> <changes>".
+	// Default: ["3600 1", "300 100", "60 10000"].
+	// +optional
+	// +kubebuilder:validation:MaxItems=10
+	// +kubebuilder:validation:items:Pattern=`^[0-9]+ [0-9]+$`
+	SavePoints []string `json:"savePoints,omitempty"`
+}
+
+// AOFSpec configures the append-only file.
+type AOFSpec struct {
+	// Enabled turns the append-only file on.
+	// +optional
+	Enabled bool `json:"enabled,omitempty"`
+
+	// Fsync is the appendfsync policy (default everysec).
+	// +optional
+	// +kubebuilder:default=everysec
+	Fsync AppendFsync `json:"fsync,omitempty"`
+}
+
+// RDBEnabled tells whether RDB snapshots are on for this persistence spec.
+func (p *PersistenceSpec) RDBEnabled() bool {
+	if p == nil {
+		return false
+	}
+	return p.RDB == nil || p.RDB.Enabled == nil || *p.RDB.Enabled
+}
+
+// AOFEnabled tells whether the append-only file is on for this persistence spec.
+func (p *PersistenceSpec) AOFEnabled() bool {
+	return p != nil && p.AOF != nil && p.AOF.Enabled
+}
+
+// EffectiveReclaimPolicy returns the reclaim policy, Retain when unset.
+func (p *PersistenceSpec) EffectiveReclaimPolicy() ReclaimPolicy {
+	if p == nil || p.ReclaimPolicy == "" {
+		return ReclaimRetain
+	}
+	return p.ReclaimPolicy
+}
+
+// SecretKeyRef names a key in a Secret of the object's namespace.
+type SecretKeyRef struct {
+	// Name of the Secret.
+	// +kubebuilder:validation:MinLength=1
+	Name string `json:"name"`
+	// Key in the Secret (default "password").
+	// +optional
+	// +kubebuilder:default=password
+	Key string `json:"key,omitempty"`
+}

@@ -1,0 +1,100 @@
+package v1alpha1
+
+// Field managers: each controller applies status with exactly one of these.
+const (
+	FieldManagerVolume   = "valkey-volume-controller"
+	FieldManagerWorkload = "valkey-workload-controller"
+	FieldManagerTopology = "valkey-topology-controller"
+)
+
+// Finalizers.
+const (
+	// PVCProtectionFinalizer is held by the volume controller on every ValkeyNode with
+	// persistence; it is removed once the node is drained and the reclaim policy applied.
+	PVCProtectionFinalizer = "valkey.io/pvc-protection"
+)
+
+// Volume controller conditions (writer: volume controller).
+const (
+	// ConditionVolumeReady is True when no persistence is requested (reason Ephemeral) or the
+	// node's claim exists, is not terminating, belongs to this node and is Bound or waiting
+	// for its first consumer.
+	ConditionVolumeReady = "VolumeReady"
+	// ConditionVolumeSized is True when the claim's capacity is at least the requested size.
+	ConditionVolumeSized = "VolumeSized"
+
+	ReasonEphemeral               = "Ephemeral"
+	ReasonBound                   = "Bound"
+	ReasonWaitingForFirstConsumer = "WaitingForFirstConsumer"
+	ReasonCreating                = "Creating"
+	ReasonPending                 = "Pending"
+	ReasonStorageClassNotFound    = "StorageClassNotFound"
+	ReasonClaimLost               = "ClaimLost"
+	ReasonClaimTerminating        = "ClaimTerminating"
+	ReasonClaimConflict           = "ClaimConflict"
+
+	ReasonSized                   = "Sized"
+	ReasonLargerThanRequested     = "LargerThanRequested"
+	ReasonResizing                = "Resizing"
+	ReasonFileSystemResizePending = "FileSystemResizePending"
+	ReasonExpansionNotSupported   = "ExpansionNotSupported"
+	ReasonResizeFailed            = "ResizeFailed"
+)
+
+// Workload controller conditions (writer: workload controller).
+const (
+	// ConditionWorkloadReady is True when the node's pod runs the current template and is
+	// Ready; status.workload then carries the pod name and IP.
+	ConditionWorkloadReady = "WorkloadReady"
+	// ConditionRollPending is True while the desired pod template differs from the running
+	// one and the workload controller waits for RollApproved.
+	ConditionRollPending = "RollPending"
+
+	ReasonReady            = "Ready"
+	ReasonWaitingForVolume = "WaitingForVolume"
+	ReasonPodPending       = "PodPending"
+	ReasonPodNotReady      = "PodNotReady"
+	ReasonInvalidConfig    = "InvalidConfig"
+	ReasonTemplateChanged  = "TemplateChanged"
+	ReasonRolling          = "Rolling"
+	ReasonUpToDate         = "UpToDate"
+)
+
+// Topology controller conditions (writer: topology controller).
+const (
+	// ConditionClusterJoined is True when the node is a member of its Valkey cluster with a
+	// known node ID and role; status.topology carries them.
+	ConditionClusterJoined = "ClusterJoined"
+	// ConditionRollApproved is True when it is safe to restart this node now for the
+	// generation in its observedGeneration.
+	ConditionRollApproved = "RollApproved"
+	// ConditionDrained is set while the node is being deleted: True once it owns no slots
+	// (or needs no drain), False while slots move off it.
+	ConditionDrained = "Drained"
+
+	ReasonJoined             = "Joined"
+	ReasonWaitingForWorkload = "WaitingForWorkload"
+	ReasonMeeting            = "Meeting"
+	ReasonReplicating        = "Replicating"
+	ReasonNotInCluster       = "NotInCluster"
+
+	ReasonApproved          = "Approved"
+	ReasonFailedOver        = "FailedOver"
+	ReasonApprovedNoReplica = "ApprovedWithoutReplica"
+	ReasonWaitingForTurn    = "WaitingForTurn"
+	ReasonFailingOver       = "FailingOver"
+	ReasonNotRequested      = "NotRequested"
+
+	ReasonNoSlots         = "NoSlots"
+	ReasonNeverJoined     = "NeverJoined"
+	ReasonClusterDeleting = "ClusterDeleting"
+	ReasonMigratingSlots  = "MigratingSlots"
+)
+
+// ValkeyCluster conditions (writer: topology controller).
+const (
+	ConditionReady         = "Ready"
+	ConditionProgressing   = "Progressing"
+	ConditionDegraded      = "Degraded"
+	ConditionSlotsAssigned = "SlotsAssigned"
+)

@@ -1,0 +1,86 @@
+package v1alpha1
+
+import (
+	"fmt"
+	"strconv"
+)
+
+// Label keys on every object the operator makes for a node (ValkeyNode, PVC, StatefulSet,
+// Pod, ConfigMap). Caches are filtered on LabelManagedBy.
+const (
+	LabelCluster   = "valkey.io/cluster"
+	LabelShard     = "valkey.io/shard"
+	LabelReplica   = "valkey.io/replica"
+	LabelNode      = "valkey.io/node"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelName      = "app.kubernetes.io/name"
+
+	// ManagedByValue is the value of LabelManagedBy on everything the operator makes.
+	ManagedByValue = "valkey-operator"
+	// NameValue is the value of LabelName.
+	NameValue = "valkey"
+)
+
+// Annotations.
+const (
+	// AnnotationClaimIdentity on a PVC records the identity it belongs to:
+	// "<cluster UID>/<node name>" (for a node outside any cluster, "<node UID>/<node name>").
+	// The volume controller never adopts a claim whose identity differs, unless the claim was
+	// released (AnnotationClaimReleased) by a node of the same name.
+	AnnotationClaimIdentity = "valkey.io/claim-identity"
+	// AnnotationClaimReleased on a retained PVC records when its node was deleted. A node of
+	// the same name (for instance in a cluster recreated with the same name) reuses it.
+	AnnotationClaimReleased = "valkey.io/released-at"
+	// AnnotationSkipDrain on a ValkeyNode being deleted lets the volume controller remove the
+	// pvc-protection finalizer without waiting for Drained=True. For emergencies: slots the
+	// node still owns become unavailable. Its use is recorded as a Warning event.
+	AnnotationSkipDrain = "valkey.io/skip-drain"
+)
+
+// DefaultPasswordKey is the Secret key holding the password when none is named.
+const DefaultPasswordKey = "password"
+
+// NodeName is the name of the ValkeyNode for a shard and replica index of a cluster.
+func NodeName(cluster string, shard, replica int32) string {
+	return fmt.Sprintf("%s-%d-%d", cluster, shard, replica)
+}
+
+// ClaimName is the name of a node's PersistentVolumeClaim.
+func ClaimName(node string) string { return "valkey-" + node + "-data" }
+
+// WorkloadName is the name of a node's StatefulSet (or Deployment).
+func WorkloadName(node string) string { return "valkey-" + node }
+
+// ConfigMapName is the name of a node's rendered valkey.conf ConfigMap.
+func ConfigMapName(node string) string { return "valkey-" + node + "-config" }
+
+// PasswordSecretName is the name of the Secret generated for a cluster without one.
+func PasswordSecretName(cluster string) string { return cluster + "-auth" }
+
+// NodeLabels are the labels of a ValkeyNode and of everything made for it.
+func NodeLabels(n *ValkeyNode) map[string]string {
+	l := map[string]string{
+		LabelNode:      n.Name,
+		LabelManagedBy: ManagedByValue,
+		LabelName:      NameValue,
+	}
+	if n.Spec.ClusterName != "" {
+		l[LabelCluster] = n.Spec.ClusterName
+		l[LabelShard] = strconv.Itoa(int(n.Spec.Shard))
+		l[LabelReplica] = strconv.Itoa(int(n.Spec.ReplicaIndex))
+	}
+	return l
+}
+
+// PasswordSecretRef returns the node's password Secret reference with the key defaulted,
+// or nil when the node has no password.
+func (n *ValkeyNode) PasswordSecretRef() *SecretKeyRef {
+	if n.Spec.PasswordSecret == nil || n.Spec.PasswordSecret.Name == "" {
+		return nil
+	}
+	ref := *n.Spec.PasswordSecret
+	if ref.Key == "" {
+		ref.Key = DefaultPasswordKey
+	}
+	return &ref
+}

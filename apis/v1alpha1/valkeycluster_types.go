@@ -1,0 +1,118 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValkeyClusterSpec is the desired state of a Valkey cluster: shards × (1 + replicas)
+// ValkeyNodes named <cluster>-<shard>-<replica>.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
+type ValkeyClusterSpec struct {
+	// Shards is the number of primaries the 16384 hash slots are split across.
+	// +optional
+	// +kubebuilder:default=3
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=1000
+	Shards int32 `json:"shards,omitempty"`
+
+	// Replicas per shard.
+	// +optional
+	// +kubebuilder:default=1
+	// +kubebuilder:validation:Minimum=0
+	// +kubebuilder:validation:Maximum=10
+	Replicas int32 `json:"replicas,omitempty"`
+
+	// Image of the Valkey server.
+	// +optional
+	// +kubebuilder:default="valkey/valkey:8.1"
+	Image string `json:"image,omitempty"`
+
+	// Resources of each server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config holds valkey.conf directives for every node. Keys the operator owns are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=200
+	Config map[string]string `json:"config,omitempty"`
+
+	// WorkloadType runs nodes as StatefulSets (default) or Deployments.
+	// +optional
+	// +kubebuilder:default=StatefulSet
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Persistence gives every node a PersistentVolumeClaim. Adding it to a running cluster
+	// creates the claims and rolls the nodes safely; it cannot be removed.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// PasswordSecret holds the cluster password. When omitted the operator generates the
+	// Secret <cluster>-auth.
+	// +optional
+	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+}
+
+// ValkeyClusterStatus is written by the topology controller only.
+type ValkeyClusterStatus struct {
+	// ObservedGeneration is the generation the status describes.
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+
+	// Conditions: Ready, Progressing, Degraded, SlotsAssigned.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Shards is the number of shards with a joined primary that owns slots.
+	// +optional
+	Shards int32 `json:"shards,omitempty"`
+	// ReadyShards is the number of shards whose primary and every replica are joined and ready.
+	// +optional
+	ReadyShards int32 `json:"readyShards,omitempty"`
+	// Nodes is the number of ValkeyNodes of the cluster.
+	// +optional
+	Nodes int32 `json:"nodes,omitempty"`
+	// ReadyNodes is the number of nodes that are joined and ready.
+	// +optional
+	ReadyNodes int32 `json:"readyNodes,omitempty"`
+	// SlotsAssigned is the number of hash slots owned by some primary (16384 when complete).
+	// +optional
+	SlotsAssigned int32 `json:"slotsAssigned,omitempty"`
+}
+
+// ValkeyCluster is a sharded Valkey cluster.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vkc,categories=valkey
+// +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.spec.shards`
+// +kubebuilder:printcolumn:name="Replicas",type=integer,JSONPath=`.spec.replicas`
+// +kubebuilder:printcolumn:name="Ready Shards",type=integer,JSONPath=`.status.readyShards`
+// +kubebuilder:printcolumn:name="Slots",type=integer,JSONPath=`.status.slotsAssigned`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.persistence.size`
+// +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyCluster struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ValkeyClusterSpec   `json:"spec,omitempty"`
+	Status ValkeyClusterStatus `json:"status,omitempty"`
+}
+
+// ValkeyClusterList is a list of ValkeyClusters.
+//
+// +kubebuilder:object:root=true
+type ValkeyClusterList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyCluster `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
+}

@@ -1,0 +1,182 @@
+package v1alpha1
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ValkeyNodeSpec is the desired state of one Valkey server: what the volume and workload
+// controllers need to run it, and the fields that link it to its cluster, shard and
+// replica index. The topology controller writes it for nodes it fans out of a ValkeyCluster.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
+// +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
+type ValkeyNodeSpec struct {
+	// ClusterName is the ValkeyCluster this node belongs to; empty for a node outside any
+	// cluster (it then runs alone and rolls without approval).
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="self == oldSelf",message="clusterName is immutable"
+	ClusterName string `json:"clusterName,omitempty"`
+
+	// Shard index of the node within its cluster.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	Shard int32 `json:"shard,omitempty"`
+
+	// ReplicaIndex within its shard; 0 is the node that starts as the shard's primary.
+	// +optional
+	// +kubebuilder:validation:Minimum=0
+	ReplicaIndex int32 `json:"replicaIndex,omitempty"`
+
+	// Image of the Valkey server.
+	// +optional
+	// +kubebuilder:default="valkey/valkey:8.1"
+	Image string `json:"image,omitempty"`
+
+	// Resources of the server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config holds valkey.conf directives merged into the rendered configuration. Keys the
+	// operator owns (dir, port, cluster-*, bind, announce, password settings...) are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=200
+	Config map[string]string `json:"config,omitempty"`
+
+	// WorkloadType runs the node as a StatefulSet (default) or a Deployment.
+	// +optional
+	// +kubebuilder:default=StatefulSet
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Persistence enables a PersistentVolumeClaim mounted at /data.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// PasswordSecret holds the server password. No password when omitted.
+	// +optional
+	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+}
+
+// ValkeyNodeStatus is written by three controllers, each by server-side apply with its own
+// field manager and only for the conditions and sub-struct it owns (see docs/contract.md).
+type ValkeyNodeStatus struct {
+	// Conditions: VolumeReady and VolumeSized (volume controller); WorkloadReady and
+	// RollPending (workload controller); ClusterJoined, RollApproved and Drained (topology
+	// controller).
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// Volume is written by the volume controller.
+	// +optional
+	Volume *VolumeStatus `json:"volume,omitempty"`
+
+	// Workload is written by the workload controller.
+	// +optional
+	Workload *WorkloadStatus `json:"workload,omitempty"`
+
+	// Topology is written by the topology controller.
+	// +optional
+	Topology *TopologyStatus `json:"topology,omitempty"`
+}
+
+// VolumeStatus is the volume controller's view of the node's claim.
+type VolumeStatus struct {
+	// ClaimName of the node's PersistentVolumeClaim.
+	// +optional
+	ClaimName string `json:"claimName,omitempty"`
+	// StorageClassName the claim uses (resolved default included).
+	// +optional
+	StorageClassName string `json:"storageClassName,omitempty"`
+	// Requested size on the claim.
+	// +optional
+	Requested string `json:"requested,omitempty"`
+	// Capacity the claim reports.
+	// +optional
+	Capacity string `json:"capacity,omitempty"`
+	// Phase of the claim (Pending, Bound, Lost).
+	// +optional
+	Phase string `json:"phase,omitempty"`
+}
+
+// WorkloadStatus is the workload controller's view of the node's pod.
+type WorkloadStatus struct {
+	// Kind of workload (StatefulSet or Deployment) and its name.
+	// +optional
+	Kind string `json:"kind,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// PodName of the running pod.
+	// +optional
+	PodName string `json:"podName,omitempty"`
+	// PodIP of the running pod; the address the topology controller talks to.
+	// +optional
+	PodIP string `json:"podIP,omitempty"`
+	// TemplateHash of the pod template the workload runs.
+	// +optional
+	TemplateHash string `json:"templateHash,omitempty"`
+	// DesiredTemplateHash of the template the node's spec asks for (differs while a roll waits).
+	// +optional
+	DesiredTemplateHash string `json:"desiredTemplateHash,omitempty"`
+}
+
+// Role of a node in its Valkey cluster.
+type Role string
+
+const (
+	RolePrimary Role = "primary"
+	RoleReplica Role = "replica"
+)
+
+// TopologyStatus is the topology controller's view of the node in its Valkey cluster.
+type TopologyStatus struct {
+	// NodeID is the Valkey cluster node ID.
+	// +optional
+	NodeID string `json:"nodeID,omitempty"`
+	// Role is primary or replica.
+	// +optional
+	Role Role `json:"role,omitempty"`
+	// PrimaryID is the node ID of the primary this replica follows.
+	// +optional
+	PrimaryID string `json:"primaryID,omitempty"`
+	// Slots is the number of hash slots the node owns.
+	// +optional
+	Slots int32 `json:"slots,omitempty"`
+	// Address the node was last reached at (ip:port).
+	// +optional
+	Address string `json:"address,omitempty"`
+}
+
+// ValkeyNode is one Valkey server with its volume and workload.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:shortName=vkn,categories=valkey
+// +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
+// +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shard`
+// +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.topology.role`
+// +kubebuilder:printcolumn:name="Volume",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeReady")].reason`
+// +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.volume.capacity`
+// +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.conditions[?(@.type=="WorkloadReady")].reason`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type ValkeyNode struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   ValkeyNodeSpec   `json:"spec,omitempty"`
+	Status ValkeyNodeStatus `json:"status,omitempty"`
+}
+
+// ValkeyNodeList is a list of ValkeyNodes.
+//
+// +kubebuilder:object:root=true
+type ValkeyNodeList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []ValkeyNode `json:"items"`
+}
+
+func init() {
+	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
+}

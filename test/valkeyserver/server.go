@@ -1,0 +1,200 @@
+// Package valkeyserver starts real Valkey-protocol servers for tests: valkey-server when it
+// is on PATH, else redis-server (Debian's 7.x speaks the same protocol and cluster bus). Each
+// server listens on a loopback address only.
+package valkeyserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Binary returns the server binary tests use.
+func Binary() (string, error) {
+	for _, name := range []string{"valkey-server", "redis-server"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p, nil
+		}
+	}
+	return "", errors.New("neither valkey-server nor redis-server is on PATH (apt-get install redis-server)")
+}
+
+// Options of a test server.
+type Options struct {
+	// Host is the loopback address to listen on (default 127.0.0.1; any 127.0.0.x works).
+	Host string
+	// Port to listen on; a free one when 0.
+	Port int
+	// Cluster enables cluster mode (nodes.conf in Dir).
+	Cluster bool
+	// Password sets requirepass and masterauth.
+	Password string
+	// Dir is the data directory; a new temporary one when empty.
+	Dir string
+	// Config holds extra directives, one "key value" line each.
+	Config []string
+}
+
+// Server is a running server.
+type Server struct {
+	Options
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// Start starts a server and waits until it answers PING.
+func Start(opts Options) (*Server, error) {
+	bin, err := Binary()
+	if err != nil {
+		return nil, err
+	}
+	if opts.Host == "" {
+		opts.Host = "127.0.0.1"
+	}
+	if !net.ParseIP(opts.Host).IsLoopback() {
+		return nil, fmt.Errorf("test servers listen on loopback only, not %s", opts.Host)
+	}
+	if opts.Port == 0 {
+		if opts.Port, err = FreePort(opts.Host); err != nil {
+			return nil, err
+		}
+	}
+	if opts.Dir == "" {
+		if opts.Dir, err = os.MkdirTemp("", "valkey-test-"); err != nil {
+			return nil, err
+		}
+	}
+	lines := []string{
+		"bind " + opts.Host,
+		"port " + strconv.Itoa(opts.Port),
+		"dir " + opts.Dir,
+		"daemonize no",
+		"protected-mode no",
+		"logfile " + filepath.Join(opts.Dir, "server.log"),
+		`save ""`,
+		"appendonly no",
+	}
+	if opts.Cluster {
+		lines = append(lines,
+			"cluster-enabled yes",
+			"cluster-config-file "+filepath.Join(opts.Dir, "nodes.conf"),
+			"cluster-node-timeout 3000",
+			"cluster-announce-ip "+opts.Host,
+		)
+	}
+	if opts.Password != "" {
+		lines = append(lines, "requirepass "+opts.Password, "masterauth "+opts.Password)
+	}
+	lines = append(lines, opts.Config...)
+	conf := filepath.Join(opts.Dir, "test.conf")
+	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		return nil, err
+	}
+	s := &Server{Options: opts, done: make(chan error, 1)}
+	s.cmd = exec.Command(bin, conf)
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", bin, err)
+	}
+	go func() { s.done <- s.cmd.Wait() }()
+	if err := s.waitReady(10 * time.Second); err != nil {
+		_ = s.Kill()
+		log, _ := os.ReadFile(filepath.Join(opts.Dir, "server.log"))
+		return nil, fmt.Errorf("%w; server log:\n%s", err, log)
+	}
+	return s, nil
+}
+
+// Addr is host:port.
+func (s *Server) Addr() string { return net.JoinHostPort(s.Host, strconv.Itoa(s.Port)) }
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		select {
+		case err := <-s.done:
+			s.done <- err
+			return fmt.Errorf("server on %s exited: %v", s.Addr(), err)
+		default:
+		}
+		if c, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond); err == nil {
+			_ = c.SetDeadline(time.Now().Add(time.Second))
+			_, _ = c.Write([]byte("PING\r\n"))
+			buf := make([]byte, 64)
+			n, _ := c.Read(buf)
+			_ = c.Close()
+			// +PONG, or -NOAUTH when a password is set: both mean it serves.
+			if n > 0 && (strings.HasPrefix(string(buf[:n]), "+PONG") || strings.HasPrefix(string(buf[:n]), "-NOAUTH")) {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("server on %s did not answer PING within %s", s.Addr(), timeout)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// Stop sends SIGTERM (the server saves if configured to) and waits for the exit.
+func (s *Server) Stop() error { return s.signal(syscall.SIGTERM) }
+
+// Kill stops the server at once with SIGKILL.
+func (s *Server) Kill() error { return s.signal(syscall.SIGKILL) }
+
+func (s *Server) signal(sig syscall.Signal) error {
+	if s.cmd.Process == nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(sig)
+	select {
+	case <-s.done:
+		s.done <- nil
+		return nil
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		return fmt.Errorf("server on %s did not stop on %v", s.Addr(), sig)
+	}
+}
+
+// Restart stops the server and starts it again with the same options, or with changes made
+// by modify (a new Host to simulate a new pod IP, an empty Dir to simulate lost data).
+func (s *Server) Restart(modify func(*Options)) (*Server, error) {
+	if err := s.Stop(); err != nil {
+		return nil, err
+	}
+	opts := s.Options
+	if modify != nil {
+		modify(&opts)
+	}
+	return Start(opts)
+}
+
+// FreePort returns a TCP port free on host whose cluster bus port (+10000) is free too.
+func FreePort(host string) (int, error) {
+	for i := 0; i < 50; i++ {
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+		if err != nil {
+			return 0, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		_ = l.Close()
+		if port+10000 > 65535 {
+			continue
+		}
+		if b, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(port+10000))); err == nil {
+			_ = b.Close()
+			return port, nil
+		}
+	}
+	return 0, errors.New("no free port pair found")
+}
