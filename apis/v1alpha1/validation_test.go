@@ -1,0 +1,184 @@
+package v1alpha1_test
+
+import (
+	"fmt"
+	"strings"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// The seed design's example, verbatim.
+const seedCluster = `
+apiVersion: valkey.io/v1alpha1
+kind: ValkeyCluster
+metadata: {name: my-cluster}
+spec:
+  shards: 3
+  replicas: 1
+  persistence: {size: 10Gi, storageClassName: gp3}
+`
+
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "api-" + rand.String(6)}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	return ns.Name
+}
+
+func fromYAML(doc, ns string) *unstructured.Unstructured {
+	u := &unstructured.Unstructured{}
+	Expect(yaml.Unmarshal([]byte(doc), &u.Object)).To(Succeed())
+	u.SetNamespace(ns)
+	return u
+}
+
+// expectRejected asserts the API server refuses err with a message naming the field.
+func expectRejected(err error, message string) {
+	ExpectWithOffset(1, err).To(HaveOccurred(), "expected the API server to refuse the change")
+	ExpectWithOffset(1, err.Error()).To(ContainSubstring(message))
+}
+
+func persistentCluster(ns string) *v1.ValkeyCluster {
+	return &v1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: "c-" + rand.String(5), Namespace: ns},
+		Spec: v1.ValkeyClusterSpec{
+			Shards: 3, Replicas: 1,
+			Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+		},
+	}
+}
+
+var _ = Describe("ValkeyCluster admission", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	It("accepts the seed YAML verbatim and fills the defaults", func() {
+		Expect(k8s.Create(ctx, fromYAML(seedCluster, ns))).To(Succeed())
+		var c v1.ValkeyCluster
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster"}, &c)).To(Succeed())
+		Expect(c.Spec.Shards).To(Equal(int32(3)))
+		Expect(c.Spec.Replicas).To(Equal(int32(1)))
+		Expect(c.Spec.Persistence.Size.String()).To(Equal("10Gi"))
+		Expect(*c.Spec.Persistence.StorageClassName).To(Equal("gp3"))
+		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
+		Expect(c.Spec.WorkloadType).To(Equal(v1.WorkloadStatefulSet))
+		Expect(c.Spec.Image).NotTo(BeEmpty())
+	})
+
+	It("refuses shrinking the volume", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Persistence.Size = resource.MustParse("5Gi")
+		expectRejected(k8s.Update(ctx, c), "persistence.size may only grow")
+	})
+
+	It("accepts growing the volume", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Persistence.Size = resource.MustParse("20Gi")
+		Expect(k8s.Update(ctx, c)).To(Succeed())
+	})
+
+	It("refuses changing the storage class", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Persistence.StorageClassName = ptr.To("standard")
+		expectRejected(k8s.Update(ctx, c), "persistence.storageClassName is immutable")
+	})
+
+	It("refuses removing persistence", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Persistence = nil
+		expectRejected(k8s.Update(ctx, c), "persistence cannot be removed once set")
+	})
+
+	It("refuses persistence with a Deployment workload", func() {
+		c := persistentCluster(ns)
+		c.Spec.WorkloadType = v1.WorkloadDeployment
+		expectRejected(k8s.Create(ctx, c), "persistence requires workloadType StatefulSet")
+	})
+
+	It("refuses zero shards", func() {
+		u := fromYAML(strings.Replace(seedCluster, "shards: 3", "shards: 0", 1), ns)
+		expectRejected(k8s.Create(ctx, u), "spec.shards")
+	})
+
+	It("refuses negative replicas", func() {
+		u := fromYAML(strings.Replace(seedCluster, "replicas: 1", "replicas: -1", 1), ns)
+		expectRejected(k8s.Create(ctx, u), "spec.replicas")
+	})
+
+	It("refuses a zero size", func() {
+		u := fromYAML(strings.Replace(seedCluster, "size: 10Gi", "size: 0", 1), ns)
+		expectRejected(k8s.Create(ctx, u), "persistence.size must be greater than 0")
+	})
+
+	It("refuses a size that is not a quantity", func() {
+		u := fromYAML(strings.Replace(seedCluster, "size: 10Gi", "size: abc", 1), ns)
+		expectRejected(k8s.Create(ctx, u), "spec.persistence.size")
+	})
+
+	It("accepts adding persistence to a running cluster", func() {
+		c := persistentCluster(ns)
+		c.Spec.Persistence = nil
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Persistence = &v1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+		Expect(k8s.Update(ctx, c)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
+	})
+})
+
+var _ = Describe("ValkeyNode admission", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	node := func(name string) *v1.ValkeyNode {
+		return &v1.ValkeyNode{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+			Spec: v1.ValkeyNodeSpec{
+				ClusterName: "my-cluster", Shard: 1, ReplicaIndex: 0,
+				Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			},
+		}
+	}
+
+	It("accepts a node with persistence and fills the defaults", func() {
+		n := node(v1.NodeName("my-cluster", 1, 0))
+		Expect(k8s.Create(ctx, n)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(n), n)).To(Succeed())
+		Expect(n.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
+		Expect(n.Spec.WorkloadType).To(Equal(v1.WorkloadStatefulSet))
+		Expect(n.Spec.Persistence.RDBEnabled()).To(BeTrue())
+		Expect(n.Spec.Persistence.AOFEnabled()).To(BeFalse())
+	})
+
+	for _, tc := range []struct {
+		change  func(*v1.ValkeyNode)
+		message string
+	}{
+		{func(n *v1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("5Gi") }, "persistence.size may only grow"},
+		{func(n *v1.ValkeyNode) { n.Spec.Persistence.StorageClassName = nil }, "persistence.storageClassName is immutable"},
+		{func(n *v1.ValkeyNode) { n.Spec.Persistence = nil }, "persistence cannot be removed once set"},
+		{func(n *v1.ValkeyNode) { n.Spec.WorkloadType = v1.WorkloadDeployment }, "persistence requires workloadType StatefulSet"},
+		{func(n *v1.ValkeyNode) { n.Spec.ClusterName = "other" }, "clusterName is immutable"},
+	} {
+		It(fmt.Sprintf("refuses an update: %s", tc.message), func() {
+			n := node("n-" + rand.String(5))
+			Expect(k8s.Create(ctx, n)).To(Succeed())
+			tc.change(n)
+			expectRejected(k8s.Update(ctx, n), tc.message)
+		})
+	}
+})
