@@ -1,0 +1,456 @@
+#!/usr/bin/env bash
+# A real single-node Kubernetes on this machine, for the end-to-end suites.
+#
+#   test/localcluster/cluster.sh up       start (idempotent: running daemons are kept)
+#   test/localcluster/cluster.sh down     stop and remove every process, mount, loop device,
+#                                         network device, iptables chain and state it made
+#   test/localcluster/cluster.sh status   list the daemons and the node
+#   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
+#
+# Needs root. Every daemon is started here with a PID file (there is no init system), logs go to
+# .local/cluster/logs. The kubeconfig is .local/cluster/admin.kubeconfig.
+#
+# Machine facts handled: cgroup v1 with the cgroupfs driver (kubelet failCgroupV1: false); the
+# capability bounding set lacks CAP_SYS_RESOURCE, so containerd runs with
+# restrict_oom_score_adj and kube-proxy with oomScoreAdj 0; volumes are XFS on loop devices
+# because XFS grows online with CAP_SYS_ADMIN alone.
+#
+# Network: the node has its own address on a dummy interface (NODE_IP, not the machine's), the
+# API server and kubelet listen only there and on loopback, pods live on their own bridge and get
+# routes only to the pod range, the service range and the node address (no default route), and
+# the service range is routed into the dummy interface, so nothing reaches another machine.
+#
+# Environment: K8S_BIN (folder with the Kubernetes binaries, see `make k8s-bins`),
+# LOCAL_CLUSTER_DIR (default <repo>/.local/cluster).
+set -euo pipefail
+
+export PATH="$PATH:/usr/local/sbin:/usr/sbin:/sbin"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO="$(cd "$here/../.." && pwd)"
+L="${LOCAL_CLUSTER_DIR:-$REPO/.local/cluster}"
+K8S_BIN="${K8S_BIN:-$HOME/.cache/valkey-operator/k8s-v1.37.2}"
+IMAGES_DIR="${IMAGES_DIR:-$REPO/.local/images}"
+ID="$(printf %s "$L" | sha256sum | cut -c1-8)"
+RUNDIR="/run/valkey-local-$ID"
+SOCK="$RUNDIR/containerd.sock"
+OWNER=/run/valkey-local-cluster.owner
+NODE="$(hostname | tr '[:upper:]' '[:lower:]')"
+NODE_IP=10.87.0.1
+POD_CIDR=10.88.0.0/16
+POD_GW=10.88.0.1
+SVC_CIDR=10.96.0.0/16
+SVC_IP=10.96.0.1
+DUMMY=vlknode0
+BRIDGE=vlkbr0
+PROVISIONER=valkey.local/loop-xfs
+KC="$L/admin.kubeconfig"
+T0=$(date +%s%N)
+
+log() { printf '%7.1fs %s\n' "$(( ($(date +%s%N) - T0) / 1000000 ))e-3" "$*"; }
+die() { echo "cluster: $*" >&2; exit 1; }
+kubectl_() { kubectl --kubeconfig "$KC" "$@"; }
+ctr_() { ctr --address "$SOCK" -n k8s.io "$@"; }
+
+# pid_of NAME: the live PID recorded for NAME, if its command line still names the binary.
+pid_of() {
+	local f="$L/run/$1.pid" p
+	[ -f "$f" ] || return 1
+	p="$(cat "$f")"
+	[ -n "$p" ] && [ -r "/proc/$p/cmdline" ] || return 1
+	tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF "$(cat "$L/run/$1.bin" 2>/dev/null || echo "$1")" || return 1
+	echo "$p"
+}
+
+# start NAME BINARY ARGS...: run a daemon in its own session with a PID file, unless running.
+start() {
+	local name="$1"
+	shift
+	if pid_of "$name" >/dev/null; then
+		log "$name already running (pid $(pid_of "$name"))"
+		return
+	fi
+	echo "$1" >"$L/run/$name.bin"
+	echo "=== $(date -u +%FT%TZ) $*" >>"$L/logs/$name.log"
+	# The inner shell writes its own PID, then becomes the daemon.
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$L/run/$name.pid" "$@" </dev/null >>"$L/logs/$name.log" 2>&1 &
+	for _ in $(seq 1 50); do
+		[ -s "$L/run/$name.pid" ] && break
+		sleep 0.02
+	done
+}
+
+# stop NAME [SECONDS]: TERM, wait, KILL.
+stop() {
+	local name="$1" wait="${2:-10}" p
+	if p="$(pid_of "$name")"; then
+		kill "$p" 2>/dev/null || true
+		for _ in $(seq 1 $((wait * 10))); do
+			[ -d "/proc/$p" ] || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null || true
+		log "stopped $name (pid $p)"
+	fi
+	rm -f "$L/run/$name.pid" "$L/run/$name.bin"
+}
+
+# wait_until SECONDS WHAT COMMAND...: poll a command until it succeeds.
+wait_until() {
+	local secs="$1" what="$2"
+	shift 2
+	local end=$(($(date +%s) + secs))
+	until "$@" >/dev/null 2>&1; do
+		[ "$(date +%s)" -lt "$end" ] || die "timed out after ${secs}s waiting for $what (logs: $L/logs)"
+		sleep 0.2
+	done
+}
+
+ensure_packages() {
+	local need=()
+	command -v containerd >/dev/null || need+=(containerd)
+	[ -x /usr/sbin/runc ] || need+=(runc)
+	[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
+	command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
+	command -v redis-server >/dev/null || command -v valkey-server >/dev/null || need+=(redis-server)
+	command -v redis-cli >/dev/null || command -v valkey-cli >/dev/null || need+=(redis-tools)
+	command -v iptables >/dev/null || need+=(iptables)
+	command -v conntrack >/dev/null || need+=(conntrack)
+	command -v losetup >/dev/null || need+=(mount)
+	command -v kubectl >/dev/null || die "kubectl is not installed"
+	if [ ${#need[@]} -gt 0 ]; then
+		log "installing ${need[*]}"
+		export DEBIAN_FRONTEND=noninteractive
+		apt-get update -qq && apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+	fi
+}
+
+net_up() {
+	if [ ! -f "$L/run/sysctl.saved" ]; then
+		{
+			echo "net.ipv4.ip_forward=$(sysctl -n net.ipv4.ip_forward)"
+			echo "net.ipv4.conf.all.route_localnet=$(sysctl -n net.ipv4.conf.all.route_localnet)"
+		} >"$L/run/sysctl.saved"
+		[ -d /proc/sys/net/bridge ] && echo "net.bridge.bridge-nf-call-iptables=$(sysctl -n net.bridge.bridge-nf-call-iptables)" >>"$L/run/sysctl.saved"
+		ls /run/netns 2>/dev/null | sed 's/^/netns /' >"$L/run/netns.before" || true
+	fi
+	[ -d /proc/sys/net/bridge ] || modprobe br_netfilter 2>/dev/null || true
+	sysctl -qw net.ipv4.ip_forward=1
+	sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
+	for cidr in "$POD_CIDR" "$SVC_CIDR" "$NODE_IP/32"; do
+		if ip -4 route show to "$cidr" | grep -v -e "dev $BRIDGE" -e "dev $DUMMY" | grep -q .; then
+			die "$cidr is already routed on this machine: $(ip -4 route show to "$cidr")"
+		fi
+	done
+	ip link show "$DUMMY" >/dev/null 2>&1 || ip link add "$DUMMY" type dummy
+	ip addr replace "$NODE_IP/32" dev "$DUMMY"
+	ip link set "$DUMMY" up
+	ip route replace "$SVC_CIDR" dev "$DUMMY"
+	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+	ip addr replace "$POD_GW/${POD_CIDR#*/}" dev "$BRIDGE"
+	ip link set "$BRIDGE" up
+}
+
+write_configs() {
+	mkdir -p "$L/cni/net.d" "$L/cni/ipam"
+	cat >"$L/cni/net.d/10-valkey-local.conflist" <<EOF
+{
+  "cniVersion": "1.0.0",
+  "name": "valkey-local",
+  "plugins": [
+    {
+      "type": "bridge",
+      "bridge": "$BRIDGE",
+      "isGateway": true,
+      "ipMasq": false,
+      "hairpinMode": true,
+      "ipam": {
+        "type": "host-local",
+        "dataDir": "$L/cni/ipam",
+        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GW"}]],
+        "routes": [{"dst": "$SVC_CIDR"}, {"dst": "$NODE_IP/32"}]
+      }
+    }
+  ]
+}
+EOF
+	cat >"$L/containerd.toml" <<EOF
+version = 2
+root = "$L/containerd"
+state = "$RUNDIR/containerd"
+disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
+[grpc]
+  address = "$SOCK"
+[ttrpc]
+  address = "$SOCK.ttrpc"
+[plugins."io.containerd.internal.v1.opt"]
+  path = "$L/containerd-opt"
+[plugins."io.containerd.grpc.v1.cri"]
+  sandbox_image = "valkey.local/pause:dev"
+  # CAP_SYS_RESOURCE is not in this machine's bounding set: oom_score_adj cannot be lowered.
+  restrict_oom_score_adj = true
+  stream_server_address = "127.0.0.1"
+  [plugins."io.containerd.grpc.v1.cri".containerd]
+    snapshotter = "overlayfs"
+    default_runtime_name = "runc"
+    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
+        SystemdCgroup = false
+        BinaryName = "/usr/sbin/runc"
+  [plugins."io.containerd.grpc.v1.cri".cni]
+    bin_dir = "/usr/lib/cni"
+    conf_dir = "$L/cni/net.d"
+EOF
+	cat >"$L/kubelet.yaml" <<EOF
+apiVersion: kubelet.config.k8s.io/v1beta1
+kind: KubeletConfiguration
+address: $NODE_IP
+healthzBindAddress: 127.0.0.1
+readOnlyPort: 0
+tlsCertFile: $L/pki/kubelet-serving.crt
+tlsPrivateKeyFile: $L/pki/kubelet-serving.key
+authentication:
+  anonymous: {enabled: false}
+  webhook: {enabled: true}
+  x509: {clientCAFile: $L/pki/ca.crt}
+authorization: {mode: Webhook}
+# This machine has cgroup v1 and no systemd.
+cgroupDriver: cgroupfs
+failCgroupV1: false
+failSwapOn: false
+containerRuntimeEndpoint: unix://$SOCK
+clusterDomain: cluster.local
+podLogsDir: $L/pod-logs
+resolvConf: /etc/resolv.conf
+registerNode: true
+serializeImagePulls: false
+evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%"}
+# The images are imported, never pulled: never collect them.
+imageGCHighThresholdPercent: 100
+imageGCLowThresholdPercent: 99
+maxPods: 110
+# Pods are resynced often so online filesystem growth is seen within seconds.
+syncFrequency: 10s
+EOF
+	cat >"$L/kube-proxy.yaml" <<EOF
+apiVersion: kubeproxy.config.k8s.io/v1alpha1
+kind: KubeProxyConfiguration
+clientConnection: {kubeconfig: $L/kube-proxy.kubeconfig}
+hostnameOverride: $NODE
+mode: iptables
+clusterCIDR: $POD_CIDR
+# Lowering oom_score_adj needs CAP_SYS_RESOURCE, which this machine lacks.
+oomScoreAdj: 0
+metricsBindAddress: 127.0.0.1:10249
+healthzBindAddress: 127.0.0.1:10256
+nodePortAddresses: ["$NODE_IP/32"]
+conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
+EOF
+}
+
+claim_owner() {
+	if [ -f "$OWNER" ] && [ "$(cat "$OWNER")" != "$L" ]; then
+		local other
+		other="$(cat "$OWNER")"
+		if ls "$other"/run/*.pid >/dev/null 2>&1; then
+			die "another local cluster is up from $other: run 'make cluster-down' there first"
+		fi
+	fi
+	echo "$L" >"$OWNER"
+}
+
+up() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
+		[ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b is missing: run 'make k8s-bins'"
+	done
+	ensure_packages
+	mkdir -p "$L"/{run,logs,bin,disks,pod-logs,kubelet,etcd} "$RUNDIR"
+	claim_owner
+	log "building helpers"
+	(cd "$REPO" && CGO_ENABLED=0 go build -o "$L/bin/pki" ./test/localcluster/pki &&
+		CGO_ENABLED=0 go build -o "$L/bin/loop-provisioner" ./test/storage)
+	[ -f "$IMAGES_DIR/pause.tar" ] && [ -f "$IMAGES_DIR/valkey.tar" ] || "$REPO/test/images/build.sh" base
+	net_up
+	"$L/bin/pki" -dir "$L" -node "$NODE" -node-ip "$NODE_IP" -service-ip "$SVC_IP"
+	write_configs
+	local P="$L/pki"
+
+	start etcd "$K8S_BIN/etcd" --name local --data-dir "$L/etcd" \
+		--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
+		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
+		--initial-cluster local=http://127.0.0.1:2380 \
+		--quota-backend-bytes 2147483648 --unsafe-no-fsync --log-level warn
+	start kube-apiserver "$K8S_BIN/kube-apiserver" \
+		--etcd-servers=http://127.0.0.1:2379 \
+		--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port=6443 \
+		--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+		--client-ca-file="$P/ca.crt" \
+		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$P/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority="$P/ca.crt" \
+		--kubelet-preferred-address-types=InternalIP \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+		--service-cluster-ip-range="$SVC_CIDR" \
+		--authorization-mode=Node,RBAC \
+		--enable-admission-plugins=NodeRestriction \
+		--allow-privileged=true --profiling=false
+	wait_until 60 "etcd" curl -sf http://127.0.0.1:2379/health
+	wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
+	log "API server ready"
+	start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+		--kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --controllers='*' --use-service-account-credentials=true \
+		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+		--service-cluster-ip-range="$SVC_CIDR" --leader-elect=false --profiling=false
+	start kube-scheduler "$K8S_BIN/kube-scheduler" \
+		--kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+	start containerd /usr/bin/containerd --config "$L/containerd.toml"
+	wait_until 60 "containerd" ctr_ version
+	log "containerd ready"
+	local t
+	for t in "$IMAGES_DIR"/*.tar; do
+		[ -f "$t" ] || continue
+		ctr_ images import "$t" >/dev/null || die "importing $t failed"
+	done
+	log "images imported: $(ctr_ images ls -q | grep -c '^valkey.local/') valkey.local images"
+	start kubelet "$K8S_BIN/kubelet" --config="$L/kubelet.yaml" --kubeconfig="$L/kubelet.kubeconfig" \
+		--root-dir="$L/kubelet" --cert-dir="$L/kubelet/pki" --hostname-override="$NODE" --node-ip="$NODE_IP" --v=1
+	start kube-proxy "$K8S_BIN/kube-proxy" --config="$L/kube-proxy.yaml"
+	wait_until 120 "node $NODE Ready" node_ready
+	log "node $NODE Ready"
+	kubectl_ apply -f "$here/storageclasses.yaml" >/dev/null
+	start loop-provisioner "$L/bin/loop-provisioner" --kubeconfig="$KC" --node="$NODE" \
+		--provisioner="$PROVISIONER" --disk-dir="$L/disks"
+	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
+	log "cluster up: export KUBECONFIG=$KC"
+}
+
+node_ready() {
+	[ "$(kubectl_ get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# Removes the rules and chains kubelet, kube-proxy and CNI left in iptables.
+iptables_cleanup() {
+	local ipt t chain rule
+	for ipt in iptables ip6tables; do
+		command -v "$ipt" >/dev/null || continue
+		for t in filter nat mangle; do
+			"$ipt" -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE|CNI)-' | sed 's/^-A /-D /' |
+				while read -r rule; do eval "$ipt -t $t $rule" 2>/dev/null || true; done
+			for chain in $("$ipt" -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do
+				"$ipt" -t "$t" -F "$chain" 2>/dev/null || true
+			done
+			for chain in $("$ipt" -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do
+				"$ipt" -t "$t" -X "$chain" 2>/dev/null || true
+			done
+		done
+	done
+}
+
+down() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	[ -d "$L" ] || { echo "no local cluster state at $L"; return; }
+	mkdir -p "$L/run"
+	stop loop-provisioner
+	stop kube-proxy
+	stop kubelet 20
+	if pid_of containerd >/dev/null && ctr_ version >/dev/null 2>&1; then
+		local id
+		for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+		for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks rm -f "$id" >/dev/null 2>&1 || true; done
+		for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "$id" >/dev/null 2>&1 || true; done
+	fi
+	stop containerd
+	# Shims that outlived containerd: found by the socket they were given, killed by PID.
+	local p
+	for p in $(grep -lsF -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+		kill -9 "$p" 2>/dev/null && log "killed leftover shim $p" || true
+	done
+	stop kube-scheduler
+	stop kube-controller-manager
+	stop kube-apiserver
+	stop etcd
+	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first.
+	local m
+	for _ in 1 2 3; do
+		awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" | sort -r |
+			while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
+	done
+	# Network namespaces made for pods (those that were not there before).
+	local n
+	for n in /run/netns/cni-*; do
+		[ -e "$n" ] || continue
+		grep -qx "netns $(basename "$n")" "$L/run/netns.before" 2>/dev/null && continue
+		ip netns delete "$(basename "$n")" 2>/dev/null || { umount "$n" 2>/dev/null; rm -f "$n"; }
+	done
+	# Loop devices backing the volumes.
+	local dev file
+	losetup -n -O NAME,BACK-FILE -l 2>/dev/null | while read -r dev file; do
+		case "$file" in "$L/disks/"*) losetup -d "$dev" && log "detached $dev ($file)" ;; esac
+	done
+	# Leftover veth ends on the bridge, then the bridge and the dummy interface.
+	for n in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
+		ip link del "$n" 2>/dev/null || true
+	done
+	ip link del "$BRIDGE" 2>/dev/null || true
+	ip link del "$DUMMY" 2>/dev/null || true
+	iptables_cleanup
+	if [ -f "$L/run/sysctl.saved" ]; then
+		sysctl -q -p "$L/run/sysctl.saved" >/dev/null 2>&1 || true
+		rm -f "$L/run/sysctl.saved" "$L/run/netns.before"
+	fi
+	# Pod cgroups kubelet made (empty once the pods are gone).
+	local c
+	for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
+	done
+	# State: everything but the PKI, the helper binaries and the logs.
+	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
+	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
+	log "cluster down"
+}
+
+status() {
+	local n p
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy loop-provisioner; do
+		if p="$(pid_of "$n")"; then echo "$n: running (pid $p)"; else echo "$n: stopped"; fi
+	done
+	[ -f "$KC" ] && kubectl_ get nodes -o wide 2>/dev/null || true
+}
+
+memory() {
+	local n p total=0 kb
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy loop-provisioner; do
+		p="$(pid_of "$n")" || continue
+		kb=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status")
+		printf '%-24s %6d MiB\n' "$n" $((kb / 1024))
+		total=$((total + kb))
+	done
+	local shims=0 pods=0 pid
+	for pid in $(grep -lsF -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+		kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
+		shims=$((shims + kb))
+	done
+	# Pod processes: members of the kubepods memory cgroup.
+	if [ -f /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes ]; then
+		pods=$(($(cat /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes) / 1024))
+	fi
+	printf '%-24s %6d MiB\n' "shims" $((shims / 1024)) "pods (cgroup usage)" $((pods / 1024))
+	printf '%-24s %6d MiB\n' "total" $(((total + shims + pods) / 1024))
+}
+
+case "${1:-}" in
+up) up ;;
+down) down ;;
+status) status ;;
+memory) memory ;;
+*) die "usage: $0 up|down|status|memory" ;;
+esac

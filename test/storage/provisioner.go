@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+	"k8s.io/klog/v2"
+)
+
+const (
+	// minSize is the smallest volume: mkfs.xfs refuses smaller devices.
+	minSize = 300 << 20
+	// annBackingFile records the file behind a volume's loop device.
+	annBackingFile   = "valkey.local/loop-backing-file"
+	annProvisionedBy = "pv.kubernetes.io/provisioned-by"
+	annSelectedNode  = "volume.kubernetes.io/selected-node"
+	labelHostname    = "kubernetes.io/hostname"
+	fsType           = "xfs"
+)
+
+// roundSize is the size of the backing file for a request of n bytes: at least minSize,
+// rounded up to a whole MiB.
+func roundSize(n int64) int64 {
+	if n < minSize {
+		return minSize
+	}
+	const mib = 1 << 20
+	return (n + mib - 1) / mib * mib
+}
+
+type provisioner struct {
+	client  kubernetes.Interface
+	name    string
+	node    string
+	diskDir string
+	loop    loopDevices
+
+	claims  corelisters.PersistentVolumeClaimLister
+	volumes corelisters.PersistentVolumeLister
+	classes storagelisters.StorageClassLister
+	synced  []cache.InformerSynced
+	queue   workqueue.TypedRateLimitingInterface[string]
+}
+
+func newProvisioner(client kubernetes.Interface, factory informers.SharedInformerFactory, name, node, diskDir string, loop loopDevices) *provisioner {
+	claims := factory.Core().V1().PersistentVolumeClaims()
+	volumes := factory.Core().V1().PersistentVolumes()
+	classes := factory.Storage().V1().StorageClasses()
+	p := &provisioner{
+		client: client, name: name, node: node, diskDir: diskDir, loop: loop,
+		claims:  claims.Lister(),
+		volumes: volumes.Lister(),
+		classes: classes.Lister(),
+		synced:  []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced, classes.Informer().HasSynced},
+		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
+			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
+			workqueue.TypedRateLimitingQueueConfig[string]{Name: "loop-provisioner"}),
+	}
+	enqueueClaim := func(obj any) {
+		if c, ok := obj.(*corev1.PersistentVolumeClaim); ok {
+			p.queue.Add("claim/" + c.Namespace + "/" + c.Name)
+		}
+	}
+	enqueueVolume := func(obj any) {
+		if v, ok := obj.(*corev1.PersistentVolume); ok {
+			p.queue.Add("volume/" + v.Name)
+			if r := v.Spec.ClaimRef; r != nil {
+				p.queue.Add("claim/" + r.Namespace + "/" + r.Name)
+			}
+		}
+	}
+	_, _ = claims.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueClaim,
+		UpdateFunc: func(_, obj any) { enqueueClaim(obj) },
+	})
+	_, _ = volumes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    enqueueVolume,
+		UpdateFunc: func(_, obj any) { enqueueVolume(obj) },
+	})
+	// A class created after its claims: look at the claims again.
+	_, _ = classes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(obj any) {
+			all, _ := p.claims.List(labels.Everything())
+			for _, c := range all {
+				enqueueClaim(c)
+			}
+		},
+	})
+	return p
+}
+
+// Run processes the queue until ctx ends. One worker: loop-device operations are serialized.
+func (p *provisioner) Run(ctx context.Context) {
+	defer p.queue.ShutDown()
+	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
+		return
+	}
+	go func() {
+		<-ctx.Done()
+		p.queue.ShutDown()
+	}()
+	for p.processNext(ctx) {
+	}
+}
+
+func (p *provisioner) processNext(ctx context.Context) bool {
+	key, quit := p.queue.Get()
+	if quit {
+		return false
+	}
+	defer p.queue.Done(key)
+	var err error
+	if rest, ok := strings.CutPrefix(key, "claim/"); ok {
+		ns, name, _ := strings.Cut(rest, "/")
+		err = p.syncClaim(ctx, ns, name)
+	} else if name, ok := strings.CutPrefix(key, "volume/"); ok {
+		err = p.syncVolume(ctx, name)
+	}
+	if err != nil {
+		klog.Errorf("%s: %v (retrying)", key, err)
+		p.queue.AddRateLimited(key)
+		return true
+	}
+	p.queue.Forget(key)
+	return true
+}
+
+func (p *provisioner) classOf(c *corev1.PersistentVolumeClaim) *storagev1.StorageClass {
+	if c.Spec.StorageClassName == nil || *c.Spec.StorageClassName == "" {
+		return nil
+	}
+	sc, err := p.classes.Get(*c.Spec.StorageClassName)
+	if err != nil || sc.Provisioner != p.name {
+		return nil
+	}
+	return sc
+}
+
+func (p *provisioner) ours(v *corev1.PersistentVolume) bool {
+	return v.Annotations[annProvisionedBy] == p.name && v.Annotations[annBackingFile] != "" && v.Spec.Local != nil
+}
+
+func (p *provisioner) syncClaim(ctx context.Context, ns, name string) error {
+	c, err := p.claims.PersistentVolumeClaims(ns).Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	sc := p.classOf(c)
+	if sc == nil || c.DeletionTimestamp != nil {
+		return nil
+	}
+	if c.Spec.VolumeName == "" {
+		return p.provision(ctx, c, sc)
+	}
+	return p.expand(ctx, c, sc)
+}
+
+func (p *provisioner) provision(ctx context.Context, c *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {
+	if c.Status.Phase != corev1.ClaimPending {
+		return nil
+	}
+	node := c.Annotations[annSelectedNode]
+	if node == "" {
+		if sc.VolumeBindingMode != nil && *sc.VolumeBindingMode == storagev1.VolumeBindingWaitForFirstConsumer {
+			return nil // the scheduler has not picked a node yet
+		}
+		node = p.node
+	}
+	if node != p.node {
+		return nil
+	}
+	pvName := "pvc-" + string(c.UID)
+	if _, err := p.volumes.Get(pvName); err == nil {
+		return nil
+	}
+	req := c.Spec.Resources.Requests[corev1.ResourceStorage]
+	size := roundSize(req.Value())
+	file := filepath.Join(p.diskDir, pvName+".img")
+	if err := ensureFile(file, size); err != nil {
+		return err
+	}
+	dev, err := p.loop.Attach(file)
+	if err != nil {
+		_ = os.Remove(file)
+		return err
+	}
+	reclaim := corev1.PersistentVolumeReclaimDelete
+	if sc.ReclaimPolicy != nil {
+		reclaim = *sc.ReclaimPolicy
+	}
+	mode := corev1.PersistentVolumeFilesystem
+	if c.Spec.VolumeMode != nil {
+		mode = *c.Spec.VolumeMode
+	}
+	local := &corev1.LocalVolumeSource{Path: dev}
+	if mode == corev1.PersistentVolumeFilesystem {
+		fs := fsType
+		local.FSType = &fs
+	}
+	pv := &corev1.PersistentVolume{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        pvName,
+			Annotations: map[string]string{annProvisionedBy: p.name, annBackingFile: file},
+		},
+		Spec: corev1.PersistentVolumeSpec{
+			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)},
+			AccessModes:                   c.Spec.AccessModes,
+			PersistentVolumeReclaimPolicy: reclaim,
+			StorageClassName:              sc.Name,
+			MountOptions:                  sc.MountOptions,
+			VolumeMode:                    &mode,
+			ClaimRef: &corev1.ObjectReference{
+				Kind: "PersistentVolumeClaim", APIVersion: "v1",
+				Namespace: c.Namespace, Name: c.Name, UID: c.UID,
+			},
+			PersistentVolumeSource: corev1.PersistentVolumeSource{Local: local},
+			NodeAffinity: &corev1.VolumeNodeAffinity{Required: &corev1.NodeSelector{
+				NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{
+					Key: labelHostname, Operator: corev1.NodeSelectorOpIn, Values: []string{node},
+				}}}},
+			}},
+		},
+	}
+	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		_ = p.loop.Detach(dev)
+		_ = os.Remove(file)
+		return fmt.Errorf("create volume %s: %w", pvName, err)
+	}
+	klog.Infof("provisioned %s for %s/%s: %s on %s (%d MiB)", pvName, c.Namespace, c.Name, file, dev, size>>20)
+	return nil
+}
+
+func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {
+	pv, err := p.volumes.Get(c.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !p.ours(pv) || c.Status.Phase != corev1.ClaimBound {
+		return nil
+	}
+	want := c.Spec.Resources.Requests[corev1.ResourceStorage]
+	have := pv.Spec.Capacity[corev1.ResourceStorage]
+	if want.Cmp(have) > 0 {
+		if sc.AllowVolumeExpansion == nil || !*sc.AllowVolumeExpansion {
+			klog.Warningf("%s/%s asks for %s but class %s does not allow expansion", c.Namespace, c.Name, want.String(), sc.Name)
+			return nil
+		}
+		size := roundSize(want.Value())
+		file := pv.Annotations[annBackingFile]
+		dev, err := p.loop.Find(file)
+		if err != nil {
+			return err
+		}
+		if dev != pv.Spec.Local.Path {
+			return fmt.Errorf("volume %s: %s is backed by %q, not %s", pv.Name, pv.Spec.Local.Path, dev, file)
+		}
+		if err := ensureFile(file, size); err != nil {
+			return err
+		}
+		if err := p.loop.Refresh(dev); err != nil {
+			return err
+		}
+		pv = pv.DeepCopy()
+		pv.Spec.Capacity[corev1.ResourceStorage] = *resource.NewQuantity(size, resource.BinarySI)
+		if pv, err = p.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
+			return fmt.Errorf("grow volume %s: %w", pv.Name, err)
+		}
+		have = pv.Spec.Capacity[corev1.ResourceStorage]
+		klog.Infof("grew %s (%s/%s) to %d MiB on %s", pv.Name, c.Namespace, c.Name, size>>20, dev)
+	}
+	// The device has grown: hand over to kubelet, which grows the filesystem while mounted.
+	cur := c.Status.Capacity[corev1.ResourceStorage]
+	if cur.Cmp(have) >= 0 {
+		return nil
+	}
+	alloc := c.Status.AllocatedResources[corev1.ResourceStorage]
+	if c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending && alloc.Cmp(want) >= 0 {
+		return nil
+	}
+	c = c.DeepCopy()
+	if c.Status.AllocatedResources == nil {
+		c.Status.AllocatedResources = corev1.ResourceList{}
+	}
+	c.Status.AllocatedResources[corev1.ResourceStorage] = want
+	if c.Status.AllocatedResourceStatuses == nil {
+		c.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
+	}
+	c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizePending
+	conds := c.Status.Conditions[:0]
+	for _, cond := range c.Status.Conditions {
+		if cond.Type != corev1.PersistentVolumeClaimResizing && cond.Type != corev1.PersistentVolumeClaimFileSystemResizePending {
+			conds = append(conds, cond)
+		}
+	}
+	c.Status.Conditions = append(conds, corev1.PersistentVolumeClaimCondition{
+		Type:               corev1.PersistentVolumeClaimFileSystemResizePending,
+		Status:             corev1.ConditionTrue,
+		LastTransitionTime: metav1.Now(),
+		Message:            "Waiting for the node to grow the file system of the volume.",
+	})
+	if _, err := p.client.CoreV1().PersistentVolumeClaims(c.Namespace).UpdateStatus(ctx, c, metav1.UpdateOptions{}); err != nil {
+		return fmt.Errorf("mark %s/%s for node resize: %w", c.Namespace, c.Name, err)
+	}
+	klog.Infof("%s/%s: device grown to %s, waiting for kubelet to grow the file system", c.Namespace, c.Name, have.String())
+	return nil
+}
+
+func (p *provisioner) syncVolume(ctx context.Context, name string) error {
+	pv, err := p.volumes.Get(name)
+	if apierrors.IsNotFound(err) {
+		return nil
+	} else if err != nil {
+		return err
+	}
+	if !p.ours(pv) || pv.DeletionTimestamp != nil || pv.Status.Phase != corev1.VolumeReleased ||
+		pv.Spec.PersistentVolumeReclaimPolicy != corev1.PersistentVolumeReclaimDelete {
+		return nil
+	}
+	file := pv.Annotations[annBackingFile]
+	dev, err := p.loop.Find(file)
+	if err != nil {
+		return err
+	}
+	if dev != "" {
+		if err := p.loop.Detach(dev); err != nil {
+			return err
+		}
+	}
+	if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	err = p.client.CoreV1().PersistentVolumes().Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions: &metav1.Preconditions{UID: &pv.UID},
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete volume %s: %w", name, err)
+	}
+	klog.Infof("deleted %s: detached %s, removed %s", name, dev, file)
+	return nil
+}
