@@ -58,6 +58,8 @@ const (
 	ReasonTemplateChanged  = "TemplateChanged"
 	ReasonRolling          = "Rolling"
 	ReasonUpToDate         = "UpToDate"
+	// ReasonTerminating: the node is being deleted; its workload is (or is about to be) removed.
+	ReasonTerminating = "Terminating"
 )
 
 // Topology controller conditions (writer: topology controller).
