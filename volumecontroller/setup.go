@@ -1,20 +1,136 @@
-// Package volumecontroller is the volume controller (see docs/contract.md for what it owns).
+// Package volumecontroller is the volume controller (see docs/contract.md for what it owns):
+// one PersistentVolumeClaim per ValkeyNode with persistence, created before the workload,
+// expanded online, protected by the valkey.io/pvc-protection finalizer until the node is
+// drained, then retained or deleted by its reclaim policy. It reports VolumeReady,
+// VolumeSized and status.volume on the ValkeyNode.
 package volumecontroller
 
 import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
 const Name = "volume-controller"
 
-// Options are the controller's own settings (the binary fills them from flags).
+// Options are the controller's own settings (the binary fills them from flags). The
+// controller needs none beyond the manager's.
 type Options struct{}
 
-// CacheOptions are the label filters of the controller's caches.
-func CacheOptions() map[client.Object]cache.ByObject { return nil }
+// CacheOptions are the label filters of the controller's caches: only claims the operator
+// made (app.kubernetes.io/managed-by=valkey-operator) are cached.
+func CacheOptions() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.PersistentVolumeClaim{}: {
+			Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue}),
+		},
+	}
+}
 
-// SetupWithManager registers the controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error { return nil }
+// SetupWithManager registers the controller with mgr. The manager's cache must use
+// CacheOptions.
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerVolume),
+		Status:    status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerVolume},
+	}
+	registerMetrics(mgr.GetCache())
+
+	nodeChanged := predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		deletionChanged(),
+		status.ConditionChanged(nodeConditions, valkeyv1.ConditionDrained),
+	)
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("volume").
+		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged)).
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode)).
+		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToNodes),
+			builder.WithPredicates(classChanged())).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", Name, err)
+	}
+	return nil
+}
+
+func nodeConditions(o client.Object) []metav1.Condition {
+	if n, ok := o.(*valkeyv1.ValkeyNode); ok {
+		return n.Status.Conditions
+	}
+	return nil
+}
+
+// deletionChanged passes updates that set a deletionTimestamp or change finalizers.
+func deletionChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+		},
+	}
+}
+
+// claimToNode maps any change of a claim (status included) to the node it is named after.
+func claimToNode(_ context.Context, o client.Object) []reconcile.Request {
+	node, ok := nodeForClaim(client.ObjectKeyFromObject(o))
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: node}}
+}
+
+// classChanged passes StorageClass creation and the updates that matter: the default
+// annotation, expansion and binding mode.
+func classChanged() predicate.Funcs {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*storagev1.StorageClass)
+			n, ok2 := e.ObjectNew.(*storagev1.StorageClass)
+			if !ok1 || !ok2 {
+				return true
+			}
+			return allowsExpansion(o) != allowsExpansion(n) || bindsOnFirstConsumer(o) != bindsOnFirstConsumer(n) ||
+				defaultClass([]storagev1.StorageClass{*o}) != nil != (defaultClass([]storagev1.StorageClass{*n}) != nil)
+		},
+	}
+}
+
+// classToNodes maps a StorageClass change to the nodes with persistence that may use it:
+// those naming it, and those naming no class (the default may have changed).
+func (r *Reconciler) classToNodes(ctx context.Context, o client.Object) []reconcile.Request {
+	var nodes valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &nodes); err != nil {
+		log.FromContext(ctx).Error(err, "list ValkeyNodes for a StorageClass change", "storageClass", o.GetName())
+		return nil
+	}
+	var reqs []reconcile.Request
+	for i := range nodes.Items {
+		p := nodes.Items[i].Spec.Persistence
+		if p == nil || (p.StorageClassName != nil && *p.StorageClassName != o.GetName()) {
+			continue
+		}
+		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&nodes.Items[i])})
+	}
+	return reqs
+}

@@ -1,0 +1,272 @@
+package volumecontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// Leader election (the binary elects a leader by default).
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+
+// Event reasons on the ValkeyNode.
+const (
+	EventClaimCreated          = "ClaimCreated"
+	EventClaimRecreated        = "ClaimRecreated"
+	EventClaimAdopted          = "ClaimAdopted"
+	EventClaimConflict         = "ClaimConflict"
+	EventClaimReleased         = "ClaimReleased"
+	EventClaimDeleted          = "ClaimDeleted"
+	EventDrainSkipped          = "DrainSkipped"
+	EventResizeStarted         = "ResizeStarted"
+	EventResizeFinished        = "ResizeFinished"
+	EventResizeFailed          = "ResizeFailed"
+	EventExpansionNotSupported = "ExpansionNotSupported"
+)
+
+// Reconciler keeps each ValkeyNode's PersistentVolumeClaim and reports it as VolumeReady,
+// VolumeSized and status.volume.
+type Reconciler struct {
+	client.Client
+	// APIReader reads past the cache: claims without the operator's labels (a conflicting
+	// claim) and the final check that a claim is gone before the finalizer goes.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Status    status.Applier
+}
+
+// Reconcile: get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	node := &valkeyv1.ValkeyNode{}
+	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if node.Spec.Persistence != nil && node.DeletionTimestamp.IsZero() &&
+		!controllerutil.ContainsFinalizer(node, valkeyv1.PVCProtectionFinalizer) {
+		base := node.DeepCopy()
+		controllerutil.AddFinalizer(node, valkeyv1.PVCProtectionFinalizer)
+		if err := r.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			return ctrl.Result{}, fmt.Errorf("add finalizer %s: %w", valkeyv1.PVCProtectionFinalizer, err)
+		}
+	}
+
+	if !node.DeletionTimestamp.IsZero() {
+		rep, gone, err := r.reconcileDelete(ctx, node)
+		if gone {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{}, errors.Join(err, r.applyStatus(ctx, node, rep))
+	}
+	rep, err := r.reconcileNormal(ctx, node)
+	return ctrl.Result{}, errors.Join(err, r.applyStatus(ctx, node, rep))
+}
+
+// reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
+// asked, and reports it.
+func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyNode) (report, error) {
+	if node.Spec.Persistence == nil {
+		return ephemeralReport(), nil
+	}
+	claim, err := r.getClaim(ctx, node)
+	if err != nil {
+		return notUsableReport(node, classRef{}, valkeyv1.ReasonPending, err.Error()), err
+	}
+	if claim == nil {
+		return r.createClaim(ctx, node)
+	}
+	class, err := resolveClass(ctx, r.Client, claim.Spec.StorageClassName)
+	if err != nil {
+		return claimReport(node, claim, class, ""), err
+	}
+
+	switch claimOwnership(node, claim) {
+	case foreign:
+		return r.conflict(node, claim, class), nil
+	case adoptable:
+		if err := r.adopt(ctx, node, claim); err != nil {
+			return claimReport(node, claim, class, ""), err
+		}
+	}
+	if claim.DeletionTimestamp != nil {
+		return claimReport(node, claim, class, ""), nil
+	}
+	refused, err := r.reconcileSize(ctx, node, claim, class)
+	rep := claimReport(node, claim, class, refused)
+	r.recordSizeTransition(node, claim, rep.Sized.Reason)
+	return rep, err
+}
+
+// getClaim reads the node's claim from the cache; nil when there is none.
+func (r *Reconciler) getClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (*corev1.PersistentVolumeClaim, error) {
+	claim := &corev1.PersistentVolumeClaim{}
+	key := client.ObjectKey{Namespace: node.Namespace, Name: valkeyv1.ClaimName(node.Name)}
+	if err := r.Get(ctx, key, claim); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("get claim %s: %w", key.Name, err)
+	}
+	return claim, nil
+}
+
+// createClaim creates the node's claim once its StorageClass resolves. A claim that had
+// existed (status.volume has a phase) and disappeared is recreated empty, with a Warning.
+func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (report, error) {
+	name := valkeyv1.ClaimName(node.Name)
+	class, err := resolveClass(ctx, r.Client, node.Spec.Persistence.StorageClassName)
+	if err != nil {
+		return notUsableReport(node, class, valkeyv1.ReasonCreating, err.Error()), err
+	}
+	if class.missing() {
+		msg := fmt.Sprintf("claim %s is not created until StorageClass %s exists", name, class.Name)
+		if class.Name == "" {
+			msg = fmt.Sprintf("claim %s is not created: no storageClassName is set and the cluster has no default StorageClass", name)
+		}
+		return notUsableReport(node, class, valkeyv1.ReasonStorageClassNotFound, msg), nil
+	}
+
+	claim := BuildClaim(node)
+	if err := r.Create(ctx, claim); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			// Not in the cache: either the cache lags, or the claim lacks the operator's
+			// labels (made by someone else). Look at it directly.
+			live := &corev1.PersistentVolumeClaim{}
+			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); gerr != nil {
+				return notUsableReport(node, class, valkeyv1.ReasonCreating, err.Error()), fmt.Errorf("get claim %s: %w", name, gerr)
+			}
+			if claimOwnership(node, live) == foreign {
+				return r.conflict(node, live, class), nil
+			}
+			// Ours or adoptable: the cache catches up and the claim's watch event brings
+			// the node back.
+			return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("claim %s exists; waiting to observe it", name)), nil
+		}
+		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
+			fmt.Errorf("create claim %s: %w", name, err)
+	}
+	if node.Status.Volume != nil && node.Status.Volume.Phase != "" {
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventClaimRecreated, "RecreateClaim",
+			"claim %s disappeared while the node exists; created a new, empty claim of %s", name, node.Spec.Persistence.Size.String())
+	} else {
+		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimCreated, "CreateClaim",
+			"created claim %s of %s (%s)", name, node.Spec.Persistence.Size.String(), class.describe())
+	}
+	return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("created claim %s", name)), nil
+}
+
+// conflict reports a claim of another identity under the node's claim name; it is never
+// adopted or changed.
+func (r *Reconciler) conflict(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) report {
+	owner := claim.Annotations[valkeyv1.AnnotationClaimIdentity]
+	if owner == "" {
+		owner = "no identity"
+	}
+	msg := fmt.Sprintf("claim %s exists but belongs to %s, not %s: it is not adopted; delete or rename it, or mark it with %s to let this node reuse it",
+		claim.Name, owner, Identity(node), valkeyv1.AnnotationClaimReleased)
+	if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeReady); cur == nil || cur.Reason != valkeyv1.ReasonClaimConflict {
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventClaimConflict, "CheckClaim", "%s", msg)
+	}
+	return notUsableReport(node, class, valkeyv1.ReasonClaimConflict, msg)
+}
+
+// adopt takes over a claim released by an earlier node of the same name: it gets this
+// node's identity and labels, and loses its release mark.
+func (r *Reconciler) adopt(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) error {
+	base := claim.DeepCopy()
+	previous := claim.Annotations[valkeyv1.AnnotationClaimIdentity]
+	claim.Annotations[valkeyv1.AnnotationClaimIdentity] = Identity(node)
+	delete(claim.Annotations, valkeyv1.AnnotationClaimReleased)
+	if claim.Labels == nil {
+		claim.Labels = map[string]string{}
+	}
+	for k, v := range valkeyv1.NodeLabels(node) {
+		claim.Labels[k] = v
+	}
+	if err := r.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		return fmt.Errorf("adopt claim %s: %w", claim.Name, err)
+	}
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimAdopted, "AdoptClaim",
+		"adopted retained claim %s (released by %s) with its data", claim.Name, previous)
+	return nil
+}
+
+// reconcileSize expands a bound claim that requests less than the node's size, when its
+// StorageClass allows it. It returns why expansion was refused ("" otherwise). It never
+// shrinks a claim, and a refused or failing resize is only reported.
+func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) (string, error) {
+	desired := node.Spec.Persistence.Size
+	if !needsExpansion(desired, claim) {
+		return "", nil
+	}
+	if refused := expansionRefusal(claim, class); refused != "" {
+		if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeSized); cur == nil || cur.Reason != valkeyv1.ReasonExpansionNotSupported {
+			r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventExpansionNotSupported, "ExpandClaim", "%s", refused)
+		}
+		return refused, nil
+	}
+	if claim.Status.Phase != corev1.ClaimBound {
+		// The API server only lets a bound claim grow; the claim's bind event brings the
+		// node back.
+		return "", nil
+	}
+	from := claim.Spec.Resources.Requests[corev1.ResourceStorage]
+	if err := expand(ctx, r.Client, claim, desired); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			log.FromContext(ctx).Info("claim expansion refused", "claim", claim.Name, "error", err.Error())
+			return err.Error(), nil
+		}
+		return "", err
+	}
+	resizesStarted.Inc()
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeStarted, "ExpandClaim",
+		"expanding claim %s from %s to %s", claim.Name, from.String(), desired.String())
+	return "", nil
+}
+
+// recordSizeTransition counts and records the end of a resize (VolumeSized became True
+// after a resize reason) and its failure.
+func (r *Reconciler) recordSizeTransition(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, reason string) {
+	cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeSized)
+	if cur == nil || cur.Reason == reason {
+		return
+	}
+	switch {
+	case reason == valkeyv1.ReasonResizeFailed:
+		resizesFailed.Inc()
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventResizeFailed, "ExpandClaim",
+			"resizing claim %s failed: %s", claim.Name, claimResizeMessage(claim))
+	case (reason == valkeyv1.ReasonSized || reason == valkeyv1.ReasonLargerThanRequested) &&
+		(cur.Reason == valkeyv1.ReasonResizing || cur.Reason == valkeyv1.ReasonFileSystemResizePending || cur.Reason == valkeyv1.ReasonResizeFailed):
+		resizesFinished.Inc()
+		capacity := claim.Status.Capacity[corev1.ResourceStorage]
+		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeFinished, "ExpandClaim",
+			"claim %s now has %s", claim.Name, capacity.String())
+	}
+}
+
+// claimResizeMessage is the claim's own account of a failed resize.
+func claimResizeMessage(claim *corev1.PersistentVolumeClaim) string {
+	for _, c := range claim.Status.Conditions {
+		if c.Status == corev1.ConditionTrue && (c.Type == corev1.PersistentVolumeClaimControllerResizeError || c.Type == corev1.PersistentVolumeClaimNodeResizeError) {
+			return string(c.Type) + ": " + c.Message
+		}
+	}
+	return string(claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage])
+}

@@ -1,0 +1,127 @@
+package volumecontroller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// report is everything the volume controller owns on a ValkeyNode's status.
+type report struct {
+	Ready  metav1.Condition
+	Sized  metav1.Condition
+	Volume *valkeyv1.VolumeStatus
+}
+
+// ephemeralReport is the status of a node without persistence.
+func ephemeralReport() report {
+	msg := "no persistence requested: the node's data lives in an emptyDir"
+	return report{
+		Ready: status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonEphemeral, msg),
+		Sized: status.Condition(valkeyv1.ConditionVolumeSized, true, valkeyv1.ReasonEphemeral, msg),
+	}
+}
+
+// notUsableReport is the status while the node has no claim it can use (not created yet,
+// waiting for its StorageClass, or a claim of another identity): VolumeSized says the
+// same as VolumeReady.
+func notUsableReport(node *valkeyv1.ValkeyNode, class classRef, reason, message string) report {
+	return report{
+		Ready:  status.Condition(valkeyv1.ConditionVolumeReady, false, reason, message),
+		Sized:  status.Condition(valkeyv1.ConditionVolumeSized, false, reason, message),
+		Volume: volumeStatus(node, nil, class),
+	}
+}
+
+// readyVerdict maps a claim that belongs to the node to VolumeReady.
+func readyVerdict(claim *corev1.PersistentVolumeClaim, class classRef) (bool, string, string) {
+	switch {
+	case claim.DeletionTimestamp != nil:
+		return false, valkeyv1.ReasonClaimTerminating, fmt.Sprintf(
+			"claim %s is being deleted; it stays while a pod uses it, and a new, empty claim is created once it is gone", claim.Name)
+	case claim.Status.Phase == corev1.ClaimLost:
+		return false, valkeyv1.ReasonClaimLost, fmt.Sprintf(
+			"claim %s lost its PersistentVolume %s: the data is gone or unreachable; delete the claim to get a new, empty one", claim.Name, claim.Spec.VolumeName)
+	case claim.Status.Phase == corev1.ClaimBound:
+		return true, valkeyv1.ReasonBound, fmt.Sprintf("claim %s is bound to PersistentVolume %s", claim.Name, claim.Spec.VolumeName)
+	case class.missing():
+		if class.Name == "" {
+			return false, valkeyv1.ReasonStorageClassNotFound, fmt.Sprintf(
+				"claim %s names no StorageClass and the cluster has no default StorageClass", claim.Name)
+		}
+		return false, valkeyv1.ReasonStorageClassNotFound, fmt.Sprintf(
+			"claim %s waits for StorageClass %s, which does not exist", claim.Name, class.Name)
+	case bindsOnFirstConsumer(class.Class):
+		return true, valkeyv1.ReasonWaitingForFirstConsumer, fmt.Sprintf(
+			"claim %s is pending until a pod uses it (StorageClass %s binds on first consumer)", claim.Name, class.Name)
+	}
+	return false, valkeyv1.ReasonPending, fmt.Sprintf("claim %s waits for a PersistentVolume (%s)", claim.Name, class.describe())
+}
+
+// claimReport is the status of a node whose claim exists and belongs to it.
+func claimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef, refused string) report {
+	ok, reason, msg := readyVerdict(claim, class)
+	rep := report{
+		Ready:  status.Condition(valkeyv1.ConditionVolumeReady, ok, reason, msg),
+		Volume: volumeStatus(node, claim, class),
+	}
+	if claim.DeletionTimestamp != nil || claim.Status.Phase == corev1.ClaimLost {
+		rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, false, reason, msg)
+		return rep
+	}
+	v := sizeVerdict(node.Spec.Persistence.Size, claim, refused)
+	rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, v.OK, v.Reason, v.Message)
+	return rep
+}
+
+// volumeStatus is status.volume for a node and its claim (nil when it has none yet).
+func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) *valkeyv1.VolumeStatus {
+	vs := &valkeyv1.VolumeStatus{
+		ClaimName:        valkeyv1.ClaimName(node.Name),
+		StorageClassName: class.Name,
+		Requested:        node.Spec.Persistence.Size.String(),
+	}
+	if claim == nil {
+		return vs
+	}
+	if req, ok := storage(claim.Spec.Resources.Requests); ok {
+		vs.Requested = req.String()
+	}
+	if capacity, ok := storage(claim.Status.Capacity); ok {
+		vs.Capacity = capacity.String()
+	}
+	vs.Phase = string(claim.Status.Phase)
+	return vs
+}
+
+// applyStatus writes the report as the volume controller's status of the node, unless the
+// node already shows exactly that.
+func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode, rep report) error {
+	conds := []metav1.Condition{rep.Ready, rep.Sized}
+	if upToDate(node, conds, rep.Volume) {
+		return nil
+	}
+	return r.Status.Apply(ctx, node, node.Status.Conditions, status.Status{
+		Conditions: conds,
+		Fields:     map[string]any{"volume": rep.Volume},
+	})
+}
+
+// upToDate tells whether the node's status already carries these conditions (at its
+// current generation) and this status.volume.
+func upToDate(node *valkeyv1.ValkeyNode, conds []metav1.Condition, vol *valkeyv1.VolumeStatus) bool {
+	for _, c := range conds {
+		cur := status.Get(node.Status.Conditions, c.Type)
+		if cur == nil || cur.Status != c.Status || cur.Reason != c.Reason || cur.Message != c.Message ||
+			cur.ObservedGeneration != node.Generation {
+			return false
+		}
+	}
+	return reflect.DeepEqual(node.Status.Volume, vol)
+}
