@@ -1,20 +1,140 @@
-// Package workloadcontroller is the workload controller (see docs/contract.md for what it owns).
+// Package workloadcontroller is the workload controller (see docs/contract.md for what it
+// owns): for each ValkeyNode it renders valkey.conf into a ConfigMap, runs the server as a
+// one-replica StatefulSet (or Deployment) that mounts the node's claim at /data once the
+// volume controller reports VolumeReady, reports WorkloadReady and status.workload from the
+// pod, and rolls a changed pod template only once the topology controller approves it.
 package workloadcontroller
 
 import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
 const Name = "workload-controller"
 
 // Options are the controller's own settings (the binary fills them from flags).
-type Options struct{}
+type Options struct {
+	// TerminationGracePeriodSeconds of the server pods: time to save the RDB snapshot on
+	// SIGTERM before the kubelet kills the server. Raise it for large data sets.
+	TerminationGracePeriodSeconds int64 `mapstructure:"termination-grace-period-seconds"`
+	// RunAsUser is the user, group and fsGroup ID of the server pods (the group owns /data).
+	RunAsUser int64 `mapstructure:"run-as-user"`
+}
 
-// CacheOptions are the label filters of the controller's caches.
-func CacheOptions() map[client.Object]cache.ByObject { return nil }
+// DefaultOptions are the settings used for zero values.
+func DefaultOptions() Options {
+	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID}
+}
+
+// Validate checks the settings.
+func (o Options) Validate() error {
+	if o.TerminationGracePeriodSeconds < 0 {
+		return fmt.Errorf("termination-grace-period-seconds must not be negative, not %d", o.TerminationGracePeriodSeconds)
+	}
+	if o.RunAsUser < 0 {
+		return fmt.Errorf("run-as-user must not be negative, not %d", o.RunAsUser)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.TerminationGracePeriodSeconds == 0 {
+		o.TerminationGracePeriodSeconds = d.TerminationGracePeriodSeconds
+	}
+	if o.RunAsUser == 0 {
+		o.RunAsUser = d.RunAsUser
+	}
+	return o
+}
+
+// CacheOptions are the label filters of the controller's caches: only the StatefulSets,
+// Deployments, Pods and ConfigMaps the operator made.
+func CacheOptions() map[client.Object]cache.ByObject {
+	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
+	return map[client.Object]cache.ByObject{
+		&appsv1.StatefulSet{}: managed,
+		&appsv1.Deployment{}:  managed,
+		&corev1.Pod{}:         managed,
+		&corev1.ConfigMap{}:   managed,
+	}
+}
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager registers the controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error { return nil }
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:   mgr.GetClient(),
+		Recorder: mgr.GetEventRecorder(Name),
+		Options:  opts.withDefaults(),
+		Status:   status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerWorkload},
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		Named("valkeynode-workload").
+		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodePredicate())).
+		Owns(&appsv1.StatefulSet{}).
+		Owns(&appsv1.Deployment{}).
+		Owns(&corev1.ConfigMap{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
+		Complete(r)
+}
+
+// nodePredicate wakes the controller on spec or annotation changes, on deletion, and when a
+// condition it waits for changes (VolumeReady, RollApproved, Drained) - never on its own
+// status writes.
+func nodePredicate() predicate.Predicate {
+	conds := func(o client.Object) []metav1.Condition {
+		if n, ok := o.(*valkeyv1.ValkeyNode); ok {
+			return n.Status.Conditions
+		}
+		return nil
+	}
+	deleting := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
+	}}
+	return predicate.Or(
+		predicate.GenerationChangedPredicate{},
+		predicate.AnnotationChangedPredicate{},
+		deleting,
+		status.ConditionChanged(conds, valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved, valkeyv1.ConditionDrained),
+	)
+}
+
+// podToNode maps a pod to its ValkeyNode by the valkey.io/node label.
+func podToNode(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[valkeyv1.LabelNode]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}

@@ -14,12 +14,21 @@ import (
 )
 
 type settings struct {
-	options.Manager `mapstructure:",squash"`
+	options.Manager            `mapstructure:",squash"`
+	workloadcontroller.Options `mapstructure:",squash"`
+}
+
+func (s settings) Validate() error {
+	return errors.Join(s.Manager.Validate(), s.Options.Validate())
 }
 
 func main() {
 	fs := pflag.NewFlagSet(workloadcontroller.Name, pflag.ContinueOnError)
 	options.Flags(fs)
+	def := workloadcontroller.DefaultOptions()
+	fs.Int64("termination-grace-period-seconds", def.TerminationGracePeriodSeconds,
+		"grace period of the Valkey pods: time to save the RDB snapshot on SIGTERM")
+	fs.Int64("run-as-user", def.RunAsUser, "user, group and fsGroup ID of the Valkey pods")
 	var s settings
 	if err := options.Load(workloadcontroller.Name, fs, os.Args[1:], &s); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -43,7 +52,7 @@ func run(s settings) error {
 	if err != nil {
 		return err
 	}
-	if err := workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{}); err != nil {
+	if err := workloadcontroller.SetupWithManager(mgr, s.Options); err != nil {
 		return fmt.Errorf("set up %s: %w", workloadcontroller.Name, err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

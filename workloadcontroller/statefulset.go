@@ -1,0 +1,243 @@
+package workloadcontroller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// AnnotationTemplateHash on a workload's pod template (hence on its pods) is the hash of the
+// desired pod template, rendered config and workload kind it was built from. Comparing it
+// with the desired hash tells whether a roll is needed; comparing a pod's with the
+// workload's tells whether the pod runs the applied template.
+const AnnotationTemplateHash = "valkey.io/template-hash"
+
+// Volume and container names in the pod.
+const (
+	containerName    = "valkey"
+	dataVolume       = "data"
+	configVolume     = "config"
+	passwordEnv      = "VALKEY_PASSWORD"
+	podIPEnv         = "POD_IP"
+	defaultGraceSecs = 60
+	defaultUserID    = 1000
+)
+
+// desired is everything the workload controller would apply for a node now.
+type desired struct {
+	kind     valkeyv1.WorkloadType
+	config   string
+	template corev1.PodTemplateSpec
+	hash     string
+}
+
+// buildDesired renders the node's config and pod template. The error is a *ConfigError when
+// the node's config is refused.
+func buildDesired(node *valkeyv1.ValkeyNode, opts Options) (*desired, error) {
+	conf, err := renderConfig(&node.Spec)
+	if err != nil {
+		return nil, err
+	}
+	kind := node.Spec.WorkloadType
+	if kind == "" {
+		kind = valkeyv1.WorkloadStatefulSet
+	}
+	tmpl := podTemplate(node, opts)
+	hash := templateHash(kind, tmpl, conf)
+	tmpl.Annotations = map[string]string{AnnotationTemplateHash: hash}
+	return &desired{kind: kind, config: conf, template: tmpl, hash: hash}, nil
+}
+
+// templateHash is a short hash of everything that, when changed, must restart the pod. The
+// volume size is not in it: the claim is referenced by name, so a resize never rolls.
+func templateHash(kind valkeyv1.WorkloadType, tmpl corev1.PodTemplateSpec, conf string) string {
+	b, err := json.Marshal(struct {
+		Kind     valkeyv1.WorkloadType  `json:"kind"`
+		Template corev1.PodTemplateSpec `json:"template"`
+		Config   string                 `json:"config"`
+	}{kind, tmpl, conf})
+	if err != nil {
+		panic(fmt.Sprintf("marshal pod template: %v", err)) // plain structs always marshal
+	}
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:8])
+}
+
+// selectorLabels select a node's pods; they never change for a node.
+func selectorLabels(node *valkeyv1.ValkeyNode) map[string]string {
+	return map[string]string{
+		valkeyv1.LabelNode:      node.Name,
+		valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
+		valkeyv1.LabelName:      valkeyv1.NameValue,
+	}
+}
+
+// podTemplate builds the node's pod template (without the hash annotation).
+func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec {
+	opts = opts.withDefaults()
+	args := []string{"--cluster-announce-ip", "$(" + podIPEnv + ")"}
+	env := []corev1.EnvVar{{
+		Name:      podIPEnv,
+		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
+	}}
+	if ref := node.PasswordSecretRef(); ref != nil {
+		// Kubernetes expands $(VAR) in args; the controller never reads the Secret.
+		args = append(args, "--requirepass", "$("+passwordEnv+")", "--masterauth", "$("+passwordEnv+")")
+		for _, name := range []string{passwordEnv, "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
+			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
+				SecretKeyRef: &corev1.SecretKeySelector{
+					LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
+					Key:                  ref.Key,
+				},
+			}})
+		}
+	}
+
+	data := corev1.Volume{Name: dataVolume}
+	if node.Spec.Persistence != nil {
+		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: valkeyv1.ClaimName(node.Name)}
+	} else {
+		data.EmptyDir = &corev1.EmptyDirVolumeSource{}
+	}
+
+	ping := func(strict bool) corev1.ProbeHandler {
+		cmd := []string{"valkey-cli", "-p", fmt.Sprint(ClientPort), "ping"}
+		if strict {
+			// -e: exit non-zero on an error reply (-LOADING, -NOAUTH...), so a server that
+			// cannot serve is not Ready.
+			cmd = []string{"valkey-cli", "-e", "-p", fmt.Sprint(ClientPort), "ping"}
+		}
+		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
+	}
+
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: valkeyv1.NodeLabels(node)},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
+			AutomountServiceAccountToken:  ptr.To(false),
+			EnableServiceLinks:            ptr.To(false),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot:        ptr.To(true),
+				RunAsUser:           ptr.To(opts.RunAsUser),
+				RunAsGroup:          ptr.To(opts.RunAsUser),
+				FSGroup:             ptr.To(opts.RunAsUser),
+				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
+				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name:            containerName,
+				Image:           node.Spec.Image,
+				ImagePullPolicy: corev1.PullIfNotPresent,
+				Command:         []string{"valkey-server", ConfigDir + "/" + ConfigFile},
+				Args:            args,
+				Env:             env,
+				Ports: []corev1.ContainerPort{
+					{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
+					{Name: "bus", ContainerPort: BusPort, Protocol: corev1.ProtocolTCP},
+				},
+				Resources: node.Spec.Resources,
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: dataVolume, MountPath: DataDir},
+					{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
+				},
+				// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF.
+				StartupProbe: &corev1.Probe{
+					ProbeHandler: ping(true), PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 720,
+				},
+				// Ready: answers PING without error.
+				ReadinessProbe: &corev1.Probe{
+					ProbeHandler: ping(true), PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 2,
+				},
+				// Alive: answers at all (an error reply such as -BUSY still proves the event
+				// loop runs); restarted after a minute of silence.
+				LivenessProbe: &corev1.Probe{
+					ProbeHandler: ping(false), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6,
+				},
+				SecurityContext: &corev1.SecurityContext{
+					RunAsNonRoot:             ptr.To(true),
+					ReadOnlyRootFilesystem:   ptr.To(true),
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				data,
+				{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
+					LocalObjectReference: corev1.LocalObjectReference{Name: valkeyv1.ConfigMapName(node.Name)},
+				}}},
+			},
+		},
+	}
+}
+
+// ownerRef makes the node the controller owner of what is built for it.
+func ownerRef(node *valkeyv1.ValkeyNode) metav1.OwnerReference {
+	return metav1.OwnerReference{
+		APIVersion:         valkeyv1.GroupVersion.String(),
+		Kind:               "ValkeyNode",
+		Name:               node.Name,
+		UID:                node.UID,
+		Controller:         ptr.To(true),
+		BlockOwnerDeletion: ptr.To(true),
+	}
+}
+
+// objectMeta is the metadata of an object built for the node.
+func objectMeta(node *valkeyv1.ValkeyNode, name string) metav1.ObjectMeta {
+	return metav1.ObjectMeta{
+		Name:            name,
+		Namespace:       node.Namespace,
+		Labels:          valkeyv1.NodeLabels(node),
+		OwnerReferences: []metav1.OwnerReference{ownerRef(node)},
+	}
+}
+
+// buildConfigMap holds the rendered valkey.conf.
+func buildConfigMap(node *valkeyv1.ValkeyNode, conf string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: objectMeta(node, valkeyv1.ConfigMapName(node.Name)),
+		Data:       map[string]string{ConfigFile: conf},
+	}
+}
+
+// buildStatefulSet runs the node as a one-replica StatefulSet. RollingUpdate replaces the pod
+// when the template changes, which the controller only does once the roll is approved;
+// Parallel management lets a broken pod be replaced without waiting for it to be Ready.
+func buildStatefulSet(node *valkeyv1.ValkeyNode, d *desired) *appsv1.StatefulSet {
+	meta := objectMeta(node, valkeyv1.WorkloadName(node.Name))
+	meta.Annotations = map[string]string{AnnotationTemplateHash: d.hash}
+	return &appsv1.StatefulSet{
+		ObjectMeta: meta,
+		Spec: appsv1.StatefulSetSpec{
+			Replicas:            ptr.To[int32](1),
+			Selector:            &metav1.LabelSelector{MatchLabels: selectorLabels(node)},
+			Template:            *d.template.DeepCopy(),
+			PodManagementPolicy: appsv1.ParallelPodManagement,
+			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
+		},
+	}
+}
+
+// buildDeployment runs the node as a one-replica Deployment (no persistence). Recreate
+// never runs two pods for one node.
+func buildDeployment(node *valkeyv1.ValkeyNode, d *desired) *appsv1.Deployment {
+	meta := objectMeta(node, valkeyv1.WorkloadName(node.Name))
+	meta.Annotations = map[string]string{AnnotationTemplateHash: d.hash}
+	return &appsv1.Deployment{
+		ObjectMeta: meta,
+		Spec: appsv1.DeploymentSpec{
+			Replicas: ptr.To[int32](1),
+			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(node)},
+			Template: *d.template.DeepCopy(),
+			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
+		},
+	}
+}
