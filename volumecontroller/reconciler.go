@@ -17,7 +17,7 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
