@@ -1,20 +1,166 @@
-// Package topologycontroller is the topology controller (see docs/contract.md for what it owns).
+// Package topologycontroller is the topology controller (see docs/contract.md for what it
+// owns): it fans a ValkeyCluster out into ValkeyNodes, forms and repairs the Valkey cluster
+// from the pod IPs the workload controller reports (MEET, slots, REPLICATE, FORGET), moves
+// slots when the cluster scales, approves pod rolls one node at a time after failing
+// primaries over, and reports Drained while a node is deleted. It keeps nothing in memory
+// between reconciles: everything is read again from the API server and from Valkey.
 package topologycontroller
 
 import (
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
 const Name = "topology-controller"
 
 // Options are the controller's own settings (the binary fills them from flags).
-type Options struct{}
+type Options struct {
+	// ValkeyPort is the port every Valkey server listens on at its pod IP.
+	ValkeyPort int `mapstructure:"valkey-port"`
+	// DialTimeout bounds connecting to a Valkey server.
+	DialTimeout time.Duration `mapstructure:"valkey-dial-timeout"`
+	// CommandTimeout bounds one Valkey command (MIGRATE batches included).
+	CommandTimeout time.Duration `mapstructure:"valkey-command-timeout"`
+	// MigrationBatchSize is the number of keys one MIGRATE moves.
+	MigrationBatchSize int `mapstructure:"migration-batch-size"`
+	// MigrationSlotsPerReconcile bounds the slots moved by one reconcile before status is
+	// reported and the work continues in the next one.
+	MigrationSlotsPerReconcile int `mapstructure:"migration-slots-per-reconcile"`
+	// FailoverTimeout bounds waiting for a replica to take over after CLUSTER FAILOVER.
+	FailoverTimeout time.Duration `mapstructure:"failover-timeout"`
+	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
+	// source: a node failing over on its own is only seen by looking).
+	ResyncPeriod time.Duration `mapstructure:"resync-period"`
+	// MaxConcurrentReconciles is the number of clusters reconciled at once.
+	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+}
 
-// CacheOptions are the label filters of the controller's caches.
-func CacheOptions() map[client.Object]cache.ByObject { return nil }
+// DefaultOptions are the defaults of every setting.
+func DefaultOptions() Options {
+	return Options{
+		ValkeyPort:                 6379,
+		DialTimeout:                2 * time.Second,
+		CommandTimeout:             10 * time.Second,
+		MigrationBatchSize:         100,
+		MigrationSlotsPerReconcile: 256,
+		FailoverTimeout:            30 * time.Second,
+		ResyncPeriod:               30 * time.Second,
+		MaxConcurrentReconciles:    4,
+	}
+}
+
+// withDefaults fills unset settings with their defaults.
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.ValkeyPort == 0 {
+		o.ValkeyPort = d.ValkeyPort
+	}
+	if o.DialTimeout == 0 {
+		o.DialTimeout = d.DialTimeout
+	}
+	if o.CommandTimeout == 0 {
+		o.CommandTimeout = d.CommandTimeout
+	}
+	if o.MigrationBatchSize == 0 {
+		o.MigrationBatchSize = d.MigrationBatchSize
+	}
+	if o.MigrationSlotsPerReconcile == 0 {
+		o.MigrationSlotsPerReconcile = d.MigrationSlotsPerReconcile
+	}
+	if o.FailoverTimeout == 0 {
+		o.FailoverTimeout = d.FailoverTimeout
+	}
+	if o.ResyncPeriod == 0 {
+		o.ResyncPeriod = d.ResyncPeriod
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = d.MaxConcurrentReconciles
+	}
+	return o
+}
+
+// Validate checks the settings.
+func (o Options) Validate() error {
+	var errs []error
+	if o.ValkeyPort < 0 || o.ValkeyPort > 65535-10000 {
+		errs = append(errs, fmt.Errorf("valkey-port %d out of range (its cluster bus port is +10000)", o.ValkeyPort))
+	}
+	for name, d := range map[string]time.Duration{"valkey-dial-timeout": o.DialTimeout, "valkey-command-timeout": o.CommandTimeout, "failover-timeout": o.FailoverTimeout, "resync-period": o.ResyncPeriod} {
+		if d < 0 {
+			errs = append(errs, fmt.Errorf("%s must not be negative", name))
+		}
+	}
+	if o.MigrationBatchSize < 0 || o.MigrationSlotsPerReconcile < 0 || o.MaxConcurrentReconciles < 0 {
+		errs = append(errs, errors.New("migration-batch-size, migration-slots-per-reconcile and max-concurrent-reconciles must not be negative"))
+	}
+	return errors.Join(errs...)
+}
+
+// CacheOptions are the label filters of the controller's caches: only the Secrets the
+// operator generates are cached (a user's Secret is read directly when needed).
+func CacheOptions() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})},
+	}
+}
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
 
 // SetupWithManager registers the controller with mgr.
-func SetupWithManager(mgr ctrl.Manager, opts Options) error { return nil }
+func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	opts = opts.withDefaults()
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	r := &Reconciler{
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(Name),
+		Opts:      opts,
+		status:    status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerTopology},
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("valkeycluster").
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
+		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
+			CreateFunc: func(event.CreateEvent) bool { return false },
+			UpdateFunc: func(event.UpdateEvent) bool { return false },
+		})).
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
+		Complete(r); err != nil {
+		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
+	}
+	nr := &nodeReconciler{Client: mgr.GetClient(), status: r.status}
+	if err := ctrl.NewControllerManagedBy(mgr).
+		Named("valkeynode-outside-cluster").
+		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(nr.nodesOfCluster)).
+		Complete(nr); err != nil {
+		return fmt.Errorf("set up ValkeyNode controller: %w", err)
+	}
+	return nil
+}

@@ -14,12 +14,22 @@ import (
 )
 
 type settings struct {
-	options.Manager `mapstructure:",squash"`
+	options.Manager            `mapstructure:",squash"`
+	topologycontroller.Options `mapstructure:",squash"`
 }
 
 func main() {
 	fs := pflag.NewFlagSet(topologycontroller.Name, pflag.ContinueOnError)
 	options.Flags(fs)
+	d := topologycontroller.DefaultOptions()
+	fs.Int("valkey-port", d.ValkeyPort, "port of the Valkey servers at their pod IPs")
+	fs.Duration("valkey-dial-timeout", d.DialTimeout, "timeout of connecting to a Valkey server")
+	fs.Duration("valkey-command-timeout", d.CommandTimeout, "timeout of one Valkey command (a MIGRATE batch included)")
+	fs.Int("migration-batch-size", d.MigrationBatchSize, "keys moved by one MIGRATE during slot migration")
+	fs.Int("migration-slots-per-reconcile", d.MigrationSlotsPerReconcile, "slots moved before status is reported and the migration goes on")
+	fs.Duration("failover-timeout", d.FailoverTimeout, "how long to wait for a replica to take over after CLUSTER FAILOVER")
+	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
+	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	var s settings
 	if err := options.Load(topologycontroller.Name, fs, os.Args[1:], &s); err != nil {
 		if errors.Is(err, pflag.ErrHelp) {
@@ -28,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
-	if err := s.Validate(); err != nil {
+	if err := errors.Join(s.Manager.Validate(), s.Options.Validate()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
@@ -43,7 +53,7 @@ func run(s settings) error {
 	if err != nil {
 		return err
 	}
-	if err := topologycontroller.SetupWithManager(mgr, topologycontroller.Options{}); err != nil {
+	if err := topologycontroller.SetupWithManager(mgr, s.Options); err != nil {
 		return fmt.Errorf("set up %s: %w", topologycontroller.Name, err)
 	}
 	return mgr.Start(ctrl.SetupSignalHandler())

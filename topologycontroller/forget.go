@@ -1,0 +1,62 @@
+package topologycontroller
+
+import (
+	"context"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// forgettable lists the IDs of the seed's view that should be forgotten: no ValkeyNode
+// stands for them any more, they are unreachable, own no slots and no node follows them.
+// An ID that still owns slots or has replicas is never forgotten.
+func forgettable(st *clusterState, reachable func(addr string) bool) []string {
+	reported := st.reportedIDs()
+	followed := map[string]bool{}
+	for _, n := range st.view {
+		if n.PrimaryID != "" {
+			followed[n.PrimaryID] = true
+		}
+	}
+	for _, m := range st.byID {
+		if m.self.PrimaryID != "" {
+			followed[m.self.PrimaryID] = true
+		}
+	}
+	var out []string
+	for id, n := range st.view {
+		if n.myself() || reported[id] || st.byID[id] != nil || n.slotCount() > 0 || followed[id] {
+			continue
+		}
+		if !n.failed() && n.Addr != "" && reachable(n.Addr) {
+			continue
+		}
+		out = append(out, id)
+	}
+	return out
+}
+
+// forget removes stale IDs from every member (CLUSTER FORGET has to reach every node, or
+// gossip brings the ID back).
+func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error) {
+	if st.seed == nil {
+		return false, nil
+	}
+	ids := forgettable(st, func(addr string) bool { return dialable(addr, r.Opts.DialTimeout) })
+	if len(ids) == 0 {
+		return false, nil
+	}
+	for _, id := range ids {
+		for _, m := range st.sortedMembers() {
+			if m.id() == id || findNode(m.view, id) == nil {
+				continue
+			}
+			if err := st.cs.ok(ctx, m.addr, "CLUSTER", "FORGET", id); err != nil && !strings.Contains(err.Error(), "Unknown node") {
+				return true, err
+			}
+		}
+		r.event(st, nil, corev1.EventTypeNormal, "Forget", "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
+	}
+	st.wait("forgetting stale node IDs", short)
+	return true, nil
+}

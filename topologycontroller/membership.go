@@ -1,0 +1,151 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+)
+
+// meet brings every ready node into the seed's cluster, at the address its pod has now:
+// a new node, a node that came back with an empty /data (a new ID), and a node that came
+// back with its nodes.conf at a new IP (same ID; the MEET repairs the stale address in
+// every peer's view). It then waits until every member knows every other one.
+func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
+	if st.seed == nil {
+		if len(st.members) > 0 {
+			st.wait("waiting for a reachable node", time.Second)
+			return true, nil
+		}
+		st.wait("waiting for pods", 0)
+		return false, nil
+	}
+	acted := false
+	for _, m := range st.sortedMembers() {
+		if m == st.seed || m.deleting() {
+			continue
+		}
+		if !m.knows(st.seed.id(), st.seed.addr) {
+			// m has never seen the seed (a new or reset node), or only at a stale address.
+			if seedNode := findNode(m.view, st.seed.id()); seedNode == nil || seedNode.Addr != st.seed.addr {
+				if err := meetAt(ctx, st.cs, m.addr, st.seed.addr); err != nil {
+					return acted, err
+				}
+				acted = true
+			}
+		}
+		if !st.inCluster(m) {
+			if err := meetAt(ctx, st.cs, st.seed.addr, m.addr); err != nil {
+				return acted, err
+			}
+			r.event(st, m.node, corev1.EventTypeNormal, "Meet", "ClusterMeet", "node %s (%s) met at %s", m.node.Name, short8(m.id()), m.addr)
+			acted = true
+		}
+	}
+	if acted {
+		st.wait("meeting nodes", time.Second)
+		return true, nil
+	}
+	// Converged: every member knows every other member at its address.
+	members := st.sortedMembers()
+	for _, a := range members {
+		for _, b := range members {
+			if a == b || (b.deleting() && !st.inCluster(b)) || (a.deleting() && !st.inCluster(a)) {
+				continue
+			}
+			if !a.knows(b.id(), b.addr) {
+				st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), time.Second)
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
+func meetAt(ctx context.Context, cs *conns, on, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	return cs.ok(ctx, on, "CLUSTER", "MEET", host, port)
+}
+
+func findNode(view []clusterNode, id string) *clusterNode {
+	for i := range view {
+		if view[i].ID == id {
+			return &view[i]
+		}
+	}
+	return nil
+}
+
+func short8(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}
+
+// replicate makes every other member of a shard a replica of the shard's primary. A node
+// that holds keys but no slots (it came back with old data, or lost its slots) is flushed
+// first: Valkey only turns an empty primary into a replica.
+func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, error) {
+	acted := false
+	for _, m := range st.sortedMembers() {
+		if m.deleting() || !st.inCluster(m) {
+			continue
+		}
+		p := st.primary[m.node.Spec.Shard]
+		if p == nil || p == m || !wanted(st.cluster, m.node.Spec.Shard, m.node.Spec.ReplicaIndex) {
+			continue
+		}
+		if !m.self.primary() && m.self.PrimaryID == p.id() {
+			continue
+		}
+		if m.self.primary() && m.self.slotCount() > 0 {
+			continue // a primary with slots is never demoted here; rolls and drains fail over
+		}
+		if m.self.primary() {
+			if err := flushIfKeys(ctx, st.cs, m.addr); err != nil {
+				return acted, err
+			}
+		}
+		if err := st.cs.ok(ctx, m.addr, "CLUSTER", "REPLICATE", p.id()); err != nil {
+			return acted, err
+		}
+		r.event(st, m.node, corev1.EventTypeNormal, "Replicate", "ClusterReplicate", "node %s replicates %s (%s)", m.node.Name, p.node.Name, short8(p.id()))
+		acted = true
+	}
+	if acted {
+		st.wait("attaching replicas", time.Second)
+	}
+	return acted, nil
+}
+
+// flushIfKeys empties a server that holds keys.
+func flushIfKeys(ctx context.Context, cs *conns, addr string) error {
+	s, err := cs.do(ctx, addr, "DBSIZE")
+	if err != nil {
+		return err
+	}
+	n, err := s.AsInt64()
+	if err != nil {
+		return fmt.Errorf("DBSIZE on %s: %w", addr, err)
+	}
+	if n == 0 {
+		return nil
+	}
+	return cs.ok(ctx, addr, "FLUSHALL")
+}
+
+// dialable tells whether something accepts TCP connections at addr.
+func dialable(addr string, timeout time.Duration) bool {
+	c, err := net.DialTimeout("tcp", addr, timeout)
+	if err != nil {
+		return false
+	}
+	_ = c.Close()
+	return true
+}

@@ -1,0 +1,199 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// slotTargets are the primaries that should own slots: the current primary of every wanted
+// shard, unless its node is being deleted. ready is false while a wanted shard has no
+// primary yet (its nodes are starting).
+func slotTargets(st *clusterState) (targets []*member, ready bool) {
+	ready = true
+	for shard := int32(0); shard < st.cluster.Spec.Shards; shard++ {
+		p := st.primary[shard]
+		if p == nil {
+			ready = false
+			continue
+		}
+		if p.deleting() {
+			continue
+		}
+		targets = append(targets, p)
+	}
+	return targets, ready
+}
+
+// balanceSlots assigns slots nobody owns and moves slots until the wanted shards' primaries
+// own 16384/shards each (within one slot): to new primaries on scale-out, off removed
+// shards on scale-in, off a node being deleted that has no replica to fail over to.
+func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, error) {
+	if st.seed == nil {
+		return false, nil
+	}
+	targets, ready := slotTargets(st)
+	if !ready || len(targets) == 0 {
+		st.wait("waiting for every shard's primary to join", time.Second)
+		return false, nil
+	}
+	// Every slot owner must be reachable: slots of a node that is down cannot move.
+	owned := map[string][]int{}
+	for id, n := range st.view {
+		if !n.primary() || n.slotCount() == 0 {
+			continue
+		}
+		if st.byID[id] == nil {
+			st.degraded = append(st.degraded, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.slotCount()))
+			st.wait("waiting for slot owners to be reachable", time.Second)
+			return false, nil
+		}
+		owned[id] = expandSlots(n.Slots)
+	}
+	ids := make([]string, len(targets))
+	for i, t := range targets {
+		ids[i] = t.id()
+	}
+	moves := PlanSlots(ids, owned)
+	if len(moves) == 0 {
+		return false, nil
+	}
+	// A primary that is about to receive its first slots starts empty.
+	for _, mv := range moves {
+		dst := st.byID[mv.To]
+		if len(owned[mv.To]) == 0 {
+			if err := flushIfKeys(ctx, st.cs, dst.addr); err != nil {
+				return true, err
+			}
+		}
+	}
+	budget := r.Opts.MigrationSlotsPerReconcile
+	moved := 0
+	for _, mv := range moves {
+		dst := st.byID[mv.To]
+		if mv.From == "" {
+			args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+			for _, rg := range compactSlots(mv.Slots) {
+				args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
+			}
+			if err := st.cs.ok(ctx, dst.addr, args...); err != nil {
+				return true, err
+			}
+			r.event(st, dst.node, corev1.EventTypeNormal, "SlotsAssigned", "ClusterAddSlots", "assigned %d slots to %s", len(mv.Slots), dst.node.Name)
+			continue
+		}
+		src := st.byID[mv.From]
+		if moved == 0 {
+			r.event(st, dst.node, corev1.EventTypeNormal, "Migrating", "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
+		}
+		for _, slot := range mv.Slots {
+			if moved >= budget {
+				break
+			}
+			if err := r.migrateSlot(ctx, st, slot, src, dst); err != nil {
+				return true, fmt.Errorf("migrate slot %d from %s to %s: %w", slot, src.node.Name, dst.node.Name, err)
+			}
+			moved++
+		}
+	}
+	if moved > 0 {
+		st.migrating = true
+		remaining := 0
+		for _, mv := range moves {
+			if mv.From != "" {
+				remaining += len(mv.Slots)
+			}
+		}
+		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), short)
+	} else {
+		st.wait("assigning slots", time.Second)
+	}
+	return true, nil
+}
+
+// scaleIn deletes the ValkeyNodes that are no longer wanted once they own no slots:
+// removed shards (replicas before primaries) and extra replicas (highest index first; a
+// node that is its shard's primary is failed over to a remaining node first).
+func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error) {
+	var extra []*valkeyv1.ValkeyNode
+	for _, n := range st.nodes {
+		if n.DeletionTimestamp.IsZero() && !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+			extra = append(extra, n)
+		}
+	}
+	if len(extra) == 0 {
+		return false, nil
+	}
+	// Never remove a node that owns slots or that a wanted node still follows.
+	deletable := func(n *valkeyv1.ValkeyNode) bool {
+		m := st.members[n.Name]
+		if !m.reachable() {
+			id := ""
+			if n.Status.Topology != nil {
+				id = n.Status.Topology.NodeID
+			}
+			if v := st.view[id]; v != nil && v.slotCount() > 0 {
+				return false
+			}
+			return true
+		}
+		if m.self.slotCount() > 0 {
+			return false
+		}
+		for _, o := range st.sortedMembers() {
+			if o.self.PrimaryID == m.id() && wanted(st.cluster, o.node.Spec.Shard, o.node.Spec.ReplicaIndex) {
+				return false
+			}
+		}
+		return true
+	}
+	isReplica := func(n *valkeyv1.ValkeyNode) bool {
+		m := st.members[n.Name]
+		return !m.reachable() || !m.self.primary()
+	}
+	shardCount := map[int32]int{}
+	for _, n := range st.nodes {
+		if n.DeletionTimestamp.IsZero() {
+			shardCount[n.Spec.Shard]++
+		}
+	}
+	acted := false
+	// Replicas first, highest replica index first.
+	for i := len(extra) - 1; i >= 0; i-- {
+		n := extra[i]
+		if !isReplica(n) {
+			// A primary of a wanted shard that is an extra replica index: fail over first.
+			if n.Spec.Shard < st.cluster.Spec.Shards {
+				if m := st.members[n.Name]; m.reachable() && m.self.slotCount() > 0 {
+					if err := r.failover(ctx, st, m, "scale-in of replicas"); err != nil {
+						return true, err
+					}
+					return true, nil
+				}
+			}
+			if shardCount[n.Spec.Shard] > 1 || !deletable(n) {
+				continue
+			}
+		} else if !deletable(n) {
+			continue
+		}
+		if err := r.Client.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !isNotFound(err) {
+			return acted, fmt.Errorf("delete ValkeyNode %s: %w", n.Name, err)
+		}
+		shardCount[n.Spec.Shard]--
+		r.event(st, n, corev1.EventTypeNormal, "ScaledIn", "DeleteNode", "deleted ValkeyNode %s (no longer in spec, owns no slots)", n.Name)
+		acted = true
+	}
+	if acted {
+		st.wait("removing nodes", time.Second)
+	} else {
+		st.wait("draining nodes to remove", time.Second)
+	}
+	return acted, nil
+}

@@ -1,0 +1,114 @@
+package topologycontroller_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/test/envtest"
+	"valkey.io/operator/test/valkeyserver"
+	"valkey.io/operator/topologycontroller"
+)
+
+func TestTopologyController(t *testing.T) {
+	RegisterFailHandler(Fail)
+	RunSpecs(t, "topology controller")
+}
+
+var (
+	env *envtest.Environment
+	k8s client.Client
+	mgr *runningManager
+)
+
+// testOptions keep migrations in small rounds so that a test can stop the controller
+// in the middle of one.
+var testOptions = topologycontroller.Options{
+	DialTimeout:                500 * time.Millisecond,
+	CommandTimeout:             5 * time.Second,
+	MigrationBatchSize:         50,
+	MigrationSlotsPerReconcile: 64,
+	FailoverTimeout:            20 * time.Second,
+	ResyncPeriod:               2 * time.Second,
+}
+
+var _ = BeforeSuite(func() {
+	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	_, err := valkeyserver.Binary()
+	Expect(err).NotTo(HaveOccurred())
+	env, err = envtest.Start()
+	Expect(err).NotTo(HaveOccurred())
+	k8s, err = client.New(env.Config, client.Options{Scheme: testScheme()})
+	Expect(err).NotTo(HaveOccurred())
+	mgr = startManager()
+})
+
+var _ = AfterSuite(func() {
+	if mgr != nil {
+		mgr.stop()
+	}
+	if env != nil {
+		Expect(env.Stop()).To(Succeed())
+	}
+})
+
+// runningManager is the controller running in this process; stop it to play a crash.
+type runningManager struct {
+	cancel context.CancelFunc
+	done   chan error
+}
+
+func startManager() *runningManager {
+	m, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:                 testScheme(),
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		LeaderElection:         false,
+		Cache:                  cache.Options{ByObject: topologycontroller.CacheOptions()},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	Expect(err).NotTo(HaveOccurred())
+	Expect(topologycontroller.SetupWithManager(m, testOptions)).To(Succeed())
+	ctx, cancel := context.WithCancel(context.Background())
+	rm := &runningManager{cancel: cancel, done: make(chan error, 1)}
+	go func() {
+		defer GinkgoRecover()
+		rm.done <- m.Start(ctx)
+	}()
+	return rm
+}
+
+// stop stops the controller and waits until it has returned.
+func (m *runningManager) stop() {
+	m.cancel()
+	Eventually(m.done, 60*time.Second).Should(Receive())
+}
+
+// newNamespace creates a fresh namespace for one spec (envtest never deletes namespaces).
+func newNamespace() string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "topology-"}}
+	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
+	return ns.Name
+}
+
+func testScheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
+	Expect(valkeyv1.AddToScheme(s)).To(Succeed())
+	return s
+}

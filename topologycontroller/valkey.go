@@ -1,0 +1,268 @@
+package topologycontroller
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// TotalSlots is the number of hash slots of a Valkey cluster.
+const TotalSlots = 16384
+
+// conns holds the per-node clients of one reconcile. It is closed at the end of the
+// reconcile: nothing of it outlives a reconcile, so a restarted controller loses nothing.
+type conns struct {
+	password    string
+	dialTimeout time.Duration
+	cmdTimeout  time.Duration
+	clients     map[string]valkey.Client
+}
+
+func newConns(password string, dialTimeout, cmdTimeout time.Duration) *conns {
+	return &conns{password: password, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout, clients: map[string]valkey.Client{}}
+}
+
+// get returns a client of the server at addr (ip:port), dialing it on first use.
+func (c *conns) get(addr string) (valkey.Client, error) {
+	if cl, ok := c.clients[addr]; ok {
+		return cl, nil
+	}
+	cl, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress:       []string{addr},
+		Password:          c.password,
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+		// RESP2: CLUSTER NODES and INFO come back as plain strings, not RESP3 verbatim
+		// strings with their "txt:" prefix.
+		AlwaysRESP2:      true,
+		Dialer:           net.Dialer{Timeout: c.dialTimeout},
+		ConnWriteTimeout: c.cmdTimeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	c.clients[addr] = cl
+	return cl, nil
+}
+
+// close closes every client.
+func (c *conns) close() {
+	for _, cl := range c.clients {
+		cl.Close()
+	}
+	c.clients = map[string]valkey.Client{}
+}
+
+// do runs one command on the server at addr.
+func (c *conns) do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
+	cl, err := c.get(addr)
+	if err != nil {
+		return valkey.ValkeyResult{}, err
+	}
+	return cl.Do(ctx, cl.B().Arbitrary(args...).Build()), nil
+}
+
+// str runs a command and returns its reply as a string.
+func (c *conns) str(ctx context.Context, addr string, args ...string) (string, error) {
+	r, err := c.do(ctx, addr, args...)
+	if err != nil {
+		return "", err
+	}
+	s, err := r.ToString()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(args), " "), addr, err)
+	}
+	return s, nil
+}
+
+// ok runs a command whose reply does not matter.
+func (c *conns) ok(ctx context.Context, addr string, args ...string) error {
+	r, err := c.do(ctx, addr, args...)
+	if err != nil {
+		return err
+	}
+	if err := r.Error(); err != nil {
+		return fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(args), " "), addr, err)
+	}
+	return nil
+}
+
+// redactArgs hides the password of MIGRATE ... AUTH <password> in error messages.
+func redactArgs(args []string) []string {
+	out := append([]string(nil), args...)
+	for i := range out {
+		if strings.EqualFold(out[i], "AUTH") && i+1 < len(out) {
+			out[i+1] = "***"
+		}
+	}
+	return out
+}
+
+// slotRange is an inclusive range of hash slots.
+type slotRange struct{ Start, End int }
+
+// clusterNode is one line of CLUSTER NODES.
+type clusterNode struct {
+	ID        string
+	Addr      string // ip:port, empty when unknown (noaddr)
+	Flags     map[string]bool
+	PrimaryID string // "" for a primary
+	Epoch     int64
+	Connected bool
+	Slots     []slotRange
+	// Migrating and Importing are only reported on the node's own (myself) line:
+	// slot → the node ID the slot moves to (migrating) or comes from (importing).
+	Migrating map[int]string
+	Importing map[int]string
+}
+
+func (n *clusterNode) myself() bool  { return n.Flags["myself"] }
+func (n *clusterNode) primary() bool { return n.Flags["master"] }
+func (n *clusterNode) failed() bool {
+	return n.Flags["fail"] || n.Flags["noaddr"]
+}
+func (n *clusterNode) handshake() bool { return n.Flags["handshake"] }
+
+// slotCount is the number of slots the node owns.
+func (n *clusterNode) slotCount() int {
+	total := 0
+	for _, r := range n.Slots {
+		total += r.End - r.Start + 1
+	}
+	return total
+}
+
+// parseClusterNodes parses the output of CLUSTER NODES.
+func parseClusterNodes(out string) ([]clusterNode, error) {
+	var nodes []clusterNode
+	sc := bufio.NewScanner(strings.NewReader(out))
+	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			return nil, fmt.Errorf("malformed CLUSTER NODES line %q", line)
+		}
+		n := clusterNode{ID: f[0], Flags: map[string]bool{}, Connected: f[7] == "connected"}
+		addr := f[1]
+		if i := strings.IndexAny(addr, "@,"); i >= 0 {
+			addr = addr[:i]
+		}
+		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
+			n.Addr = addr
+		}
+		for _, fl := range strings.Split(f[2], ",") {
+			n.Flags[fl] = true
+		}
+		if f[3] != "-" {
+			n.PrimaryID = f[3]
+		}
+		n.Epoch, _ = strconv.ParseInt(f[6], 10, 64)
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") {
+				s = strings.Trim(s, "[]")
+				if i := strings.Index(s, "->-"); i > 0 {
+					slot, err := strconv.Atoi(s[:i])
+					if err != nil {
+						return nil, fmt.Errorf("slot state %q: %w", s, err)
+					}
+					if n.Migrating == nil {
+						n.Migrating = map[int]string{}
+					}
+					n.Migrating[slot] = s[i+3:]
+				} else if i := strings.Index(s, "-<-"); i > 0 {
+					slot, err := strconv.Atoi(s[:i])
+					if err != nil {
+						return nil, fmt.Errorf("slot state %q: %w", s, err)
+					}
+					if n.Importing == nil {
+						n.Importing = map[int]string{}
+					}
+					n.Importing[slot] = s[i+3:]
+				}
+				continue
+			}
+			a, b, isRange := strings.Cut(s, "-")
+			start, err := strconv.Atoi(a)
+			if err != nil {
+				return nil, fmt.Errorf("slot %q: %w", s, err)
+			}
+			end := start
+			if isRange {
+				if end, err = strconv.Atoi(b); err != nil {
+					return nil, fmt.Errorf("slot %q: %w", s, err)
+				}
+			}
+			n.Slots = append(n.Slots, slotRange{start, end})
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, sc.Err()
+}
+
+// parseInfo parses INFO output into key → value.
+func parseInfo(out string) map[string]string {
+	m := map[string]string{}
+	for _, line := range strings.Split(out, "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			m[k] = v
+		}
+	}
+	return m
+}
+
+// expandSlots lists every slot of ranges.
+func expandSlots(rs []slotRange) []int {
+	var out []int
+	for _, r := range rs {
+		for s := r.Start; s <= r.End; s++ {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// compactSlots turns slots into sorted inclusive ranges.
+func compactSlots(slots []int) []slotRange {
+	s := append([]int(nil), slots...)
+	sort.Ints(s)
+	var out []slotRange
+	for _, v := range s {
+		if n := len(out); n > 0 && out[n-1].End+1 == v {
+			out[n-1].End = v
+			continue
+		} else if n > 0 && out[n-1].End == v {
+			continue
+		}
+		out = append(out, slotRange{v, v})
+	}
+	return out
+}
+
+// replicationOffset is the replication offset a replica has processed (for choosing the
+// most up-to-date replica to fail over to).
+func replicationOffset(info map[string]string) int64 {
+	for _, k := range []string{"slave_repl_offset", "master_repl_offset"} {
+		if v, ok := info[k]; ok {
+			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+				return n
+			}
+		}
+	}
+	return -1
+}

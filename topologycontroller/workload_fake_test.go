@@ -1,0 +1,451 @@
+package topologycontroller_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+	"valkey.io/operator/test/valkeyserver"
+)
+
+// Every test server listens on port 6379 (the controller's default) of its own loopback
+// address, as pods do on their own IPs. A restarted "pod" gets a new address.
+var nextIP atomic.Int32
+
+func newPodIP() string {
+	n := nextIP.Add(1)
+	return fmt.Sprintf("127.55.%d.%d", n/200, n%200+10)
+}
+
+// fakeWorkload plays the workload controller (and, for nodes with the pvc-protection
+// finalizer, the volume controller's wait for Drained): it runs a real server per ValkeyNode
+// and reports status.workload, WorkloadReady and RollPending with the workload field manager.
+type fakeWorkload struct {
+	ns     string
+	mu     sync.Mutex
+	srv    map[string]*valkeyserver.Server
+	roll   map[string]bool // roll requested
+	empty  map[string]bool // the next restart loses /data
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	maxApproved int
+	approvals   []approval
+}
+
+// approval is a roll approval as the workload saw it, with the node's role at that moment.
+type approval struct {
+	node, reason, role string
+}
+
+func startFakeWorkload(ns string) *fakeWorkload {
+	ctx, cancel := context.WithCancel(context.Background())
+	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, empty: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(f.done)
+		for ctx.Err() == nil {
+			if err := f.tick(ctx); err != nil && ctx.Err() == nil {
+				GinkgoWriter.Printf("fake workload: %v\n", err)
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}()
+	return f
+}
+
+// stop stops the loop and every server.
+func (f *fakeWorkload) stop() {
+	f.cancel()
+	<-f.done
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for name, s := range f.srv {
+		_ = s.Kill()
+		_ = os.RemoveAll(s.Dir)
+		delete(f.srv, name)
+	}
+}
+
+func (f *fakeWorkload) tick(ctx context.Context) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var list valkeyv1.ValkeyNodeList
+	if err := k8s.List(ctx, &list, client.InNamespace(f.ns)); err != nil {
+		return err
+	}
+	present := map[string]bool{}
+	approved := 0
+	for i := range list.Items {
+		n := &list.Items[i]
+		present[n.Name] = true
+		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
+			approved++
+		}
+		if !n.DeletionTimestamp.IsZero() {
+			if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained) {
+				if s := f.srv[n.Name]; s != nil {
+					_ = s.Stop()
+					delete(f.srv, n.Name)
+				}
+				if controllerutil.ContainsFinalizer(n, valkeyv1.PVCProtectionFinalizer) {
+					controllerutil.RemoveFinalizer(n, valkeyv1.PVCProtectionFinalizer)
+					if err := k8s.Update(ctx, n); err != nil {
+						return err
+					}
+				}
+			}
+			continue
+		}
+		s := f.srv[n.Name]
+		if s == nil {
+			var err error
+			if s, err = f.startServer(ctx, n, ""); err != nil {
+				return err
+			}
+			f.srv[n.Name] = s
+			if err := f.report(ctx, n, true, s.Host); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.roll[n.Name] && status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollApproved) {
+			c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
+			f.approvals = append(f.approvals, approval{node: n.Name, reason: c.Reason, role: serverRole(s.Addr(), n)})
+			if err := f.restartLocked(ctx, n); err != nil {
+				return err
+			}
+			f.roll[n.Name] = false
+			if err := f.report(ctx, n, true, f.srv[n.Name].Host); err != nil {
+				return err
+			}
+		}
+	}
+	f.maxApproved = max(f.maxApproved, approved)
+	for name, s := range f.srv {
+		if !present[name] {
+			_ = s.Stop()
+			delete(f.srv, name)
+		}
+	}
+	return nil
+}
+
+func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, dir string) (*valkeyserver.Server, error) {
+	pw, err := nodePassword(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return valkeyserver.Start(valkeyserver.Options{
+		Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir,
+		Config: []string{"cluster-node-timeout 2000", "save 3600 1"},
+	})
+}
+
+// restartLocked replaces the node's "pod": the server stops and starts again at a new
+// address, with its data directory (or an empty one).
+func (f *fakeWorkload) restartLocked(ctx context.Context, n *valkeyv1.ValkeyNode) error {
+	s := f.srv[n.Name]
+	if err := f.reportPhase(ctx, n, false, valkeyv1.ReasonPodNotReady, s.Host); err != nil {
+		return err
+	}
+	if err := s.Stop(); err != nil {
+		return err
+	}
+	dir := s.Dir
+	if f.empty[n.Name] {
+		_ = os.RemoveAll(dir)
+		dir = ""
+		f.empty[n.Name] = false
+	}
+	ns, err := f.startServer(ctx, n, dir)
+	if err != nil {
+		return err
+	}
+	f.srv[n.Name] = ns
+	return nil
+}
+
+// restart restarts a node's server at a new address; with emptyData its /data is lost.
+func (f *fakeWorkload) restart(names []string, emptyData bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ctx := context.Background()
+	for _, name := range names {
+		n := getNode(f.ns, name)
+		f.empty[name] = emptyData
+		Expect(f.restartLocked(ctx, n)).To(Succeed())
+	}
+	for _, name := range names {
+		n := getNode(f.ns, name)
+		Expect(f.report(ctx, n, f.roll[name], f.srv[name].Host)).To(Succeed())
+	}
+}
+
+// requestRoll reports RollPending=True for the nodes: their template changed.
+func (f *fakeWorkload) requestRoll(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, name := range names {
+		f.roll[name] = true
+		n := getNode(f.ns, name)
+		Expect(f.report(context.Background(), n, true, f.srv[name].Host)).To(Succeed())
+	}
+}
+
+func (f *fakeWorkload) report(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, ip string) error {
+	return f.reportPhase(ctx, n, ready, valkeyv1.ReasonReady, ip)
+}
+
+func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, reason, ip string) error {
+	roll := status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "")
+	if f.roll[n.Name] {
+		roll = status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged, "")
+	}
+	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerWorkload}
+	return a.Apply(ctx, n, n.Status.Conditions, status.Status{
+		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionWorkloadReady, ready, reason, ""), roll},
+		Fields: map[string]any{"workload": &valkeyv1.WorkloadStatus{
+			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(n.Name), PodName: valkeyv1.WorkloadName(n.Name) + "-0", PodIP: ip,
+		}},
+	})
+}
+
+// server returns the running server of a node.
+func (f *fakeWorkload) server(name string) *valkeyserver.Server {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.srv[name]
+}
+
+// addrs are the addresses of every running server.
+func (f *fakeWorkload) addrs() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, s := range f.srv {
+		out = append(out, s.Addr())
+	}
+	return out
+}
+
+func (f *fakeWorkload) stats() (int, []approval) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.maxApproved, append([]approval(nil), f.approvals...)
+}
+
+func nodePassword(ctx context.Context, n *valkeyv1.ValkeyNode) (string, error) {
+	ref := n.PasswordSecretRef()
+	if ref == nil {
+		return "", nil
+	}
+	var s corev1.Secret
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: ref.Name}, &s); err != nil {
+		return "", fmt.Errorf("password of %s: %w", n.Name, err)
+	}
+	return string(s.Data[ref.Key]), nil
+}
+
+func getNode(ns, name string) *valkeyv1.ValkeyNode {
+	var n valkeyv1.ValkeyNode
+	ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &n)).To(Succeed())
+	return &n
+}
+
+// --- talking to the test servers -----------------------------------------------------
+
+func single(addr, pw string) valkey.Client {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: pw, ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, Dialer: net.Dialer{Timeout: time.Second}})
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	return c
+}
+
+func cmd(addr, pw string, args ...string) (string, error) {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: pw, ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, Dialer: net.Dialer{Timeout: time.Second}})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	return c.Do(context.Background(), c.B().Arbitrary(args...).Build()).ToString()
+}
+
+func serverRole(addr string, n *valkeyv1.ValkeyNode) string {
+	pw, _ := nodePassword(context.Background(), n)
+	out, err := cmd(addr, pw, "INFO", "replication")
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), "role:"); ok {
+			return v
+		}
+	}
+	return "unknown"
+}
+
+// nodeLine is one line of CLUSTER NODES as the tests read it.
+type nodeLine struct {
+	id, addr, flags, primary string
+	slots                    int
+	open                     bool // a slot importing or migrating
+}
+
+func clusterNodes(addr, pw string) ([]nodeLine, error) {
+	out, err := cmd(addr, pw, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	var lines []nodeLine
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(l)
+		if len(f) < 8 {
+			continue
+		}
+		nl := nodeLine{id: f[0], addr: strings.Split(f[1], "@")[0], flags: f[2], primary: f[3]}
+		for _, s := range f[8:] {
+			if strings.HasPrefix(s, "[") {
+				nl.open = true
+				continue
+			}
+			a, b, ok := strings.Cut(s, "-")
+			x, _ := strconv.Atoi(a)
+			y := x
+			if ok {
+				y, _ = strconv.Atoi(b)
+			}
+			nl.slots += y - x + 1
+		}
+		lines = append(lines, nl)
+	}
+	return lines, nil
+}
+
+func clusterInfo(addr, pw, key string) string {
+	out, err := cmd(addr, pw, "CLUSTER", "INFO")
+	if err != nil {
+		return err.Error()
+	}
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// checkHealthy fails unless every server says cluster_state:ok, the wanted number of
+// primaries own all 16384 slots within one slot of each other, every primary has its
+// replicas, and no slot is left importing or migrating.
+func checkHealthy(f *fakeWorkload, pw string, shards, replicas int) error {
+	addrs := f.addrs()
+	if len(addrs) != shards*(1+replicas) {
+		return fmt.Errorf("%d servers, want %d", len(addrs), shards*(1+replicas))
+	}
+	for _, a := range addrs {
+		if s := clusterInfo(a, pw, "cluster_state"); s != "ok" {
+			return fmt.Errorf("%s: cluster_state %q", a, s)
+		}
+		lines, err := clusterNodes(a, pw)
+		if err != nil {
+			return err
+		}
+		if len(lines) != len(addrs) {
+			return fmt.Errorf("%s knows %d nodes, want %d", a, len(lines), len(addrs))
+		}
+		for _, l := range lines {
+			if strings.Contains(l.flags, "myself") && l.open {
+				return fmt.Errorf("%s has an open slot migration", a)
+			}
+		}
+	}
+	lines, err := clusterNodes(addrs[0], pw)
+	if err != nil {
+		return err
+	}
+	total, lo, hi := 0, 1<<30, 0
+	followers := map[string]int{}
+	var primaries []nodeLine
+	for _, l := range lines {
+		if strings.Contains(l.flags, "master") {
+			primaries = append(primaries, l)
+			total += l.slots
+			lo, hi = min(lo, l.slots), max(hi, l.slots)
+		} else {
+			followers[l.primary]++
+		}
+	}
+	if len(primaries) != shards || total != 16384 || hi-lo > 1 {
+		return fmt.Errorf("%d primaries own %d slots (min %d, max %d), want %d primaries with 16384 evenly", len(primaries), total, lo, hi, shards)
+	}
+	for _, p := range primaries {
+		if followers[p.id] != replicas {
+			return fmt.Errorf("primary %s has %d replicas, want %d", p.addr, followers[p.id], replicas)
+		}
+	}
+	return nil
+}
+
+// clusterClient is a cluster-mode client of the test servers.
+func clusterClient(f *fakeWorkload, pw string) valkey.Client {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: f.addrs(), Password: pw, DisableCache: true, Dialer: net.Dialer{Timeout: time.Second}})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return c
+}
+
+func keyName(i int) string { return fmt.Sprintf("key:%d", i) }
+
+// writeKeys writes n keys through the cluster client.
+func writeKeys(f *fakeWorkload, pw string, n int) {
+	c := clusterClient(f, pw)
+	defer c.Close()
+	ctx := context.Background()
+	for start := 0; start < n; start += 500 {
+		var cmds valkey.Commands
+		for i := start; i < min(n, start+500); i++ {
+			cmds = append(cmds, c.B().Set().Key(keyName(i)).Value("v"+strconv.Itoa(i)).Build())
+		}
+		for _, r := range c.DoMulti(ctx, cmds...) {
+			ExpectWithOffset(1, r.Error()).NotTo(HaveOccurred())
+		}
+	}
+}
+
+// readKeys returns how many of the n keys read back with their value.
+func readKeys(f *fakeWorkload, pw string, n int) int {
+	c := clusterClient(f, pw)
+	defer c.Close()
+	ctx := context.Background()
+	ok := 0
+	for start := 0; start < n; start += 500 {
+		var cmds valkey.Commands
+		for i := start; i < min(n, start+500); i++ {
+			cmds = append(cmds, c.B().Get().Key(keyName(i)).Build())
+		}
+		for j, r := range c.DoMulti(ctx, cmds...) {
+			if v, err := r.ToString(); err == nil && v == "v"+strconv.Itoa(start+j) {
+				ok++
+			}
+		}
+	}
+	return ok
+}
