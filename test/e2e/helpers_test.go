@@ -1,0 +1,283 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/rand"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+func newNamespace(prefix string) string {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: prefix + "-" + rand.String(5)}}
+	Expect(k8s.Create(ctx, ns)).To(Succeed())
+	DeferCleanup(func() {
+		if !CurrentSpecReport().Failed() {
+			_ = k8s.Delete(context.Background(), ns)
+		}
+	})
+	return ns.Name
+}
+
+func newCluster(ns, name string, shards, replicas int32, persistence *v1.PersistenceSpec) *v1.ValkeyCluster {
+	c := &v1.ValkeyCluster{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
+		Spec: v1.ValkeyClusterSpec{
+			Shards: shards, Replicas: replicas, Image: valkeyImage, Persistence: persistence,
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+			}},
+		},
+	}
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	return c
+}
+
+func persistence(size, class string, policy v1.ReclaimPolicy) *v1.PersistenceSpec {
+	return &v1.PersistenceSpec{Size: resource.MustParse(size), StorageClassName: ptr.To(class), ReclaimPolicy: policy}
+}
+
+func getCluster(c *v1.ValkeyCluster) *v1.ValkeyCluster {
+	out := &v1.ValkeyCluster{}
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(c), out)).To(Succeed())
+	return out
+}
+
+// updateCluster re-reads the cluster, applies change and updates it, retrying on conflicts.
+func updateCluster(c *v1.ValkeyCluster, change func(*v1.ValkeyCluster)) {
+	EventuallyWithOffset(1, func() error {
+		cur := getCluster(c)
+		change(cur)
+		return k8s.Update(ctx, cur)
+	}).WithTimeout(30 * time.Second).Should(Succeed())
+}
+
+// waitReady waits until the cluster reports Ready for its current generation.
+func waitReady(c *v1.ValkeyCluster, timeout time.Duration) {
+	EventuallyWithOffset(1, func(g Gomega) {
+		cur := getCluster(c)
+		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation), "status describes the current generation")
+		cond := status.Get(cur.Status.Conditions, v1.ConditionReady)
+		g.Expect(cond).NotTo(BeNil(), "Ready condition")
+		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "Ready: %s %s", cond.Reason, cond.Message)
+		nodes := clusterNodes(c)
+		g.Expect(nodes).To(HaveLen(int(cur.Spec.Shards * (1 + cur.Spec.Replicas))))
+		for _, n := range nodes {
+			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionWorkloadReady)).To(BeTrue(), "%s WorkloadReady", n.Name)
+			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionClusterJoined)).To(BeTrue(), "%s ClusterJoined", n.Name)
+			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionRollPending)).To(BeFalse(), "%s RollPending", n.Name)
+		}
+	}).WithTimeout(timeout).WithPolling(2 * time.Second).Should(Succeed())
+}
+
+// clusterNodes lists the cluster's ValkeyNodes.
+func clusterNodes(c *v1.ValkeyCluster) []v1.ValkeyNode {
+	var list v1.ValkeyNodeList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	return list.Items
+}
+
+func password(c *v1.ValkeyCluster) string {
+	cur := getCluster(c)
+	name, key := v1.PasswordSecretName(c.Name), v1.DefaultPasswordKey
+	if cur.Spec.PasswordSecret != nil {
+		name, key = cur.Spec.PasswordSecret.Name, cur.Spec.PasswordSecret.Key
+	}
+	var s corev1.Secret
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &s)).To(Succeed())
+	return string(s.Data[key])
+}
+
+// nodeClient connects to one Valkey server at its pod IP.
+func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
+	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw,
+		ForceSingleClient: true, DisableCache: true,
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "connect to %s at %s", n.Name, n.Status.Workload.PodIP)
+	return vc
+}
+
+// clusterClient is a cluster-aware client seeded with every node's pod IP.
+func clusterClient(c *v1.ValkeyCluster) valkey.Client {
+	var addrs []string
+	for _, n := range clusterNodes(c) {
+		if n.Status.Workload != nil && n.Status.Workload.PodIP != "" {
+			addrs = append(addrs, n.Status.Workload.PodIP+":6379")
+		}
+	}
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: addrs, Password: password(c), DisableCache: true,
+		ConnWriteTimeout: 5 * time.Second,
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return vc
+}
+
+// info runs INFO <section> on a node and returns its fields.
+func info(n v1.ValkeyNode, pw, section string) map[string]string {
+	vc := nodeClient(n, pw)
+	defer vc.Close()
+	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	s, err := vc.Do(c, vc.B().Info().Section(section).Build()).ToString()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return parseInfo(s)
+}
+
+func parseInfo(s string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(s, "\n") {
+		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func intField(m map[string]string, k string) int64 {
+	v, _ := strconv.ParseInt(m[k], 10, 64)
+	return v
+}
+
+func myID(n v1.ValkeyNode, pw string) string {
+	vc := nodeClient(n, pw)
+	defer vc.Close()
+	id, err := vc.Do(ctx, vc.B().ClusterMyid().Build()).ToString()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return id
+}
+
+// expectClusterOK checks cluster_state:ok and 16384 slots on every node.
+func expectClusterOK(c *v1.ValkeyCluster) {
+	pw := password(c)
+	EventuallyWithOffset(1, func(g Gomega) {
+		for _, n := range clusterNodes(c) {
+			g.Expect(n.Status.Workload).NotTo(BeNil())
+			ci := info2(g, n, pw)
+			g.Expect(ci["cluster_state"]).To(Equal("ok"), "%s cluster_state", n.Name)
+			g.Expect(ci["cluster_slots_assigned"]).To(Equal("16384"), "%s slots", n.Name)
+		}
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+}
+
+func info2(g Gomega, n v1.ValkeyNode, pw string) map[string]string {
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw,
+		ForceSingleClient: true, DisableCache: true,
+	})
+	g.Expect(err).NotTo(HaveOccurred())
+	defer vc.Close()
+	s, err := vc.Do(ctx, vc.B().ClusterInfo().Build()).ToString()
+	g.Expect(err).NotTo(HaveOccurred())
+	return parseInfo(s)
+}
+
+// writer writes keys continuously through a cluster client and remembers every write the
+// server acknowledged.
+type writer struct {
+	mu     sync.Mutex
+	acked  []int
+	failed int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startWriter(c *v1.ValkeyCluster, prefix string) *writer {
+	vc := clusterClient(c)
+	wctx, cancel := context.WithCancel(ctx)
+	w := &writer{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		defer vc.Close()
+		for i := 0; wctx.Err() == nil; i++ {
+			octx, ocancel := context.WithTimeout(wctx, 2*time.Second)
+			err := vc.Do(octx, vc.B().Set().Key(fmt.Sprintf("%s-%d", prefix, i)).Value(strconv.Itoa(i)).Build()).Error()
+			ocancel()
+			w.mu.Lock()
+			if err == nil {
+				w.acked = append(w.acked, i)
+			} else {
+				w.failed++
+			}
+			w.mu.Unlock()
+			if err != nil {
+				time.Sleep(50 * time.Millisecond)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *writer) stop() (acked []int, failed int) {
+	w.cancel()
+	<-w.done
+	return w.acked, w.failed
+}
+
+// writeKeys writes n keys and fails on any error.
+func writeKeys(c *v1.ValkeyCluster, prefix string, n int) {
+	vc := clusterClient(c)
+	defer vc.Close()
+	for i := 0; i < n; i++ {
+		ExpectWithOffset(1, vc.Do(ctx, vc.B().Set().Key(fmt.Sprintf("%s-%d", prefix, i)).Value(strconv.Itoa(i)).Build()).Error()).To(Succeed())
+	}
+}
+
+// expectKeys reads every given key back and counts the lost ones.
+func expectKeys(c *v1.ValkeyCluster, prefix string, ids []int) {
+	vc := clusterClient(c)
+	defer vc.Close()
+	lost := 0
+	for _, i := range ids {
+		v, err := vc.Do(ctx, vc.B().Get().Key(fmt.Sprintf("%s-%d", prefix, i)).Build()).ToString()
+		if err != nil || v != strconv.Itoa(i) {
+			lost++
+		}
+	}
+	ExpectWithOffset(1, lost).To(BeZero(), "acknowledged keys lost out of %d", len(ids))
+	GinkgoWriter.Printf("read back %d acknowledged keys of %s: 0 lost\n", len(ids), prefix)
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+func podUIDs(c *v1.ValkeyCluster) map[string]string {
+	var pods corev1.PodList
+	ExpectWithOffset(1, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	out := map[string]string{}
+	for _, p := range pods.Items {
+		out[p.Name] = string(p.UID)
+	}
+	return out
+}
+
+func nodeIDs(c *v1.ValkeyCluster) map[string]string {
+	pw := password(c)
+	out := map[string]string{}
+	for _, n := range clusterNodes(c) {
+		out[n.Name] = myID(n, pw)
+	}
+	return out
+}

@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+func mountsClaim(pod *corev1.Pod, claim string) bool {
+	for _, vol := range pod.Spec.Volumes {
+		if vol.PersistentVolumeClaim == nil || vol.PersistentVolumeClaim.ClaimName != claim {
+			continue
+		}
+		for _, c := range pod.Spec.Containers {
+			for _, m := range c.VolumeMounts {
+				if m.Name == vol.Name && m.MountPath == "/data" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+func isReady(p *corev1.Pod) bool {
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func nodeByName(c *v1.ValkeyCluster, name string) v1.ValkeyNode {
+	var n v1.ValkeyNode
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &n)).To(Succeed())
+	return n
+}
+
+// replicaAndPrimary returns a replica and the primary it follows.
+func replicaAndPrimary(c *v1.ValkeyCluster) (replica, primary v1.ValkeyNode) {
+	nodes := clusterNodes(c)
+	for _, r := range nodes {
+		if r.Status.Topology == nil || r.Status.Topology.Role != v1.RoleReplica {
+			continue
+		}
+		for _, p := range nodes {
+			if p.Status.Topology != nil && p.Status.Topology.NodeID == r.Status.Topology.PrimaryID {
+				return r, p
+			}
+		}
+	}
+	Fail("no replica with a known primary")
+	return
+}
+
+// dfSize is the size in bytes of the filesystem at /data inside a pod, measured in the pod
+// by the image's kit helper (statfs), 0 when it cannot be read.
+func dfSize(ns, pod string) int64 {
+	out, err := kubectl("-n", ns, "exec", pod, "-c", "valkey", "--", "kit", "df", "/data")
+	if err != nil {
+		return 0
+	}
+	for _, f := range strings.Fields(out) {
+		if k, v, ok := strings.Cut(f, "="); ok && k == "size" {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+type approval struct {
+	node, reason string
+	role         v1.Role
+}
+
+// approvals records every RollApproved=True transition of a cluster's nodes, with the role
+// the node had at that moment, and how many nodes were approved at once.
+type approvals struct {
+	mu      sync.Mutex
+	seen    map[string]metav1.Time
+	list    []approval
+	maxConc int
+	cancel  context.CancelFunc
+	done    chan struct{}
+}
+
+func recordApprovals(c *v1.ValkeyCluster) *approvals {
+	a := &approvals{seen: map[string]metav1.Time{}, done: make(chan struct{})}
+	var wctx context.Context
+	wctx, a.cancel = context.WithCancel(ctx)
+	go func() {
+		defer GinkgoRecover()
+		defer close(a.done)
+		for wctx.Err() == nil {
+			var list v1.ValkeyNodeList
+			if err := k8s.List(wctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err == nil {
+				a.mu.Lock()
+				conc := 0
+				for _, n := range list.Items {
+					cond := status.Get(n.Status.Conditions, v1.ConditionRollApproved)
+					if cond == nil || cond.Status != metav1.ConditionTrue {
+						continue
+					}
+					conc++
+					if last, ok := a.seen[n.Name]; ok && last.Equal(&cond.LastTransitionTime) {
+						continue
+					}
+					a.seen[n.Name] = cond.LastTransitionTime
+					role := v1.Role("")
+					if n.Status.Topology != nil {
+						role = n.Status.Topology.Role
+					}
+					a.list = append(a.list, approval{node: n.Name, reason: cond.Reason, role: role})
+				}
+				if conc > a.maxConc {
+					a.maxConc = conc
+				}
+				a.mu.Unlock()
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return a
+}
+
+func (a *approvals) approvedNodes() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.seen)
+}
+
+func (a *approvals) maxConcurrent() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.maxConc
+}
+
+func (a *approvals) stop() []approval {
+	a.cancel()
+	<-a.done
+	return a.list
+}
+
+// fullSyncs samples sync_full on every node (keyed by run_id, since a restarted server
+// starts its counters again) and counts the full resyncs served after it started.
+type fullSyncs struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	first  map[string]int64 // run_id -> first value seen
+	last   map[string]int64 // run_id -> last value seen
+	fresh  map[string]bool  // run_id first seen after the start
+}
+
+func watchFullSyncs(c *v1.ValkeyCluster, pw string) *fullSyncs {
+	f := &fullSyncs{done: make(chan struct{}), first: map[string]int64{}, last: map[string]int64{}, fresh: map[string]bool{}}
+	var wctx context.Context
+	wctx, f.cancel = context.WithCancel(ctx)
+	sample := func(initial bool) {
+		var list v1.ValkeyNodeList
+		if err := k8s.List(wctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err != nil {
+			return
+		}
+		for _, n := range list.Items {
+			if n.Status.Workload == nil || n.Status.Workload.PodIP == "" {
+				continue
+			}
+			vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
+			if err != nil {
+				continue
+			}
+			octx, cancel := context.WithTimeout(wctx, 2*time.Second)
+			s, err := vc.Do(octx, vc.B().Info().Section("everything").Build()).ToString()
+			cancel()
+			vc.Close()
+			if err != nil {
+				continue
+			}
+			m := parseInfo(s)
+			run, v := m["run_id"], intField(m, "sync_full")
+			if _, ok := f.first[run]; !ok {
+				f.first[run] = v
+				f.fresh[run] = !initial
+			}
+			f.last[run] = v
+		}
+	}
+	sample(true)
+	go func() {
+		defer GinkgoRecover()
+		defer close(f.done)
+		for wctx.Err() == nil {
+			sample(false)
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+	return f
+}
+
+// stop returns the number of full resyncs served during the watch.
+func (f *fullSyncs) stop() int64 {
+	f.cancel()
+	<-f.done
+	var total int64
+	for run, last := range f.last {
+		if f.fresh[run] {
+			total += last
+		} else {
+			total += last - f.first[run]
+		}
+	}
+	return total
+}
+
+// deletions watches nodes being deleted and records any that disappeared while they still
+// owned slots or before Drained was True.
+type deletions struct {
+	cancel     context.CancelFunc
+	done       chan struct{}
+	mu         sync.Mutex
+	goneNodes  []string
+	violations []string
+}
+
+func watchDeletion(ns string, names []string) *deletions {
+	d := &deletions{done: make(chan struct{})}
+	var wctx context.Context
+	wctx, d.cancel = context.WithCancel(ctx)
+	last := map[string]*v1.ValkeyNode{}
+	go func() {
+		defer GinkgoRecover()
+		defer close(d.done)
+		for wctx.Err() == nil {
+			for _, name := range names {
+				if _, gone := last[name]; gone && last[name] == nil {
+					continue
+				}
+				var n v1.ValkeyNode
+				err := k8s.Get(wctx, client.ObjectKey{Namespace: ns, Name: name}, &n)
+				if err == nil {
+					last[name] = &n
+					continue
+				}
+				if client.IgnoreNotFound(err) != nil {
+					continue
+				}
+				prev := last[name]
+				d.mu.Lock()
+				d.goneNodes = append(d.goneNodes, name)
+				if prev != nil {
+					if prev.Status.Topology != nil && prev.Status.Topology.Slots > 0 {
+						d.violations = append(d.violations, fmt.Sprintf("%s disappeared while owning %d slots", name, prev.Status.Topology.Slots))
+					}
+					if prev.DeletionTimestamp != nil && !status.IsTrue(prev.Status.Conditions, v1.ConditionDrained) {
+						d.violations = append(d.violations, fmt.Sprintf("%s disappeared before Drained=True", name))
+					}
+				}
+				d.mu.Unlock()
+				last[name] = nil
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	return d
+}
+
+func (d *deletions) gone() []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return append([]string(nil), d.goneNodes...)
+}
+
+func (d *deletions) stop() []string {
+	d.cancel()
+	<-d.done
+	return d.violations
+}
