@@ -3,7 +3,6 @@ package volumecontroller
 import (
 	"context"
 	"fmt"
-	"reflect"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -100,28 +99,12 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 	return vs
 }
 
-// applyStatus writes the report as the volume controller's status of the node, unless the
-// node already shows exactly that.
+// applyStatus writes the report as the volume controller's status of the node. It always
+// applies (an unchanged apply writes nothing): the cached node may be older than the
+// status this controller last wrote, so comparing against it could skip a needed change.
 func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode, rep report) error {
-	conds := []metav1.Condition{rep.Ready, rep.Sized}
-	if upToDate(node, conds, rep.Volume) {
-		return nil
-	}
 	return r.Status.Apply(ctx, node, node.Status.Conditions, status.Status{
-		Conditions: conds,
+		Conditions: []metav1.Condition{rep.Ready, rep.Sized},
 		Fields:     map[string]any{"volume": rep.Volume},
 	})
-}
-
-// upToDate tells whether the node's status already carries these conditions (at its
-// current generation) and this status.volume.
-func upToDate(node *valkeyv1.ValkeyNode, conds []metav1.Condition, vol *valkeyv1.VolumeStatus) bool {
-	for _, c := range conds {
-		cur := status.Get(node.Status.Conditions, c.Type)
-		if cur == nil || cur.Status != c.Status || cur.Reason != c.Reason || cur.Message != c.Message ||
-			cur.ObservedGeneration != node.Generation {
-			return false
-		}
-	}
-	return reflect.DeepEqual(node.Status.Volume, vol)
 }
