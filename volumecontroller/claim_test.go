@@ -54,6 +54,7 @@ var _ = Describe("claim per node", func() {
 			Expect(c.ObservedGeneration).To(Equal(cur.Generation))
 		}
 		Eventually(eventReasons(ctx, node)).Should(ContainElement("Normal/ClaimCreated"))
+		Expect(claimsInState("Bound")).To(BeNumerically(">=", 1))
 
 		By("a claim the PV controller reports Lost")
 		setClaimStatus(ctx, pvc, func(s *corev1.PersistentVolumeClaimStatus) { s.Phase = corev1.ClaimLost })
@@ -130,6 +131,25 @@ var _ = Describe("claim per node", func() {
 		Expect(fresh.Annotations).To(HaveKeyWithValue(valkeyv1.AnnotationClaimIdentity, clusterUID+"/c-0-0"))
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("False/Pending"))
 		Eventually(eventReasons(ctx, node)).Should(ContainElement("Warning/ClaimRecreated"))
+	})
+
+	It("puts back labels removed by hand from its own claim", func(ctx context.Context) {
+		class := newClass(ctx, "immediate-"+ns, false, storagev1.VolumeBindingImmediate, nil)
+		node := newNode(ns, "1Gi", &class.Name, "")
+		Expect(k8s.Create(ctx, node)).To(Succeed())
+		pvc := waitClaim(ctx, node)
+		bind(ctx, pvc, "1Gi")
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/Bound"))
+
+		Eventually(func() error {
+			cur := claimOf(ctx, node)()
+			cur.Labels = nil
+			return k8s.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(func() map[string]string { return claimOf(ctx, node)().Labels }).
+			Should(HaveKeyWithValue(valkeyv1.LabelManagedBy, valkeyv1.ManagedByValue))
+		Expect(claimOf(ctx, node)().UID).To(Equal(pvc.UID))
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/Bound"))
 	})
 
 	It("never adopts a claim of another identity", func(ctx context.Context) {

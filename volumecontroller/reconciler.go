@@ -151,12 +151,17 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); gerr != nil {
 				return notUsableReport(node, class, valkeyv1.ReasonCreating, err.Error()), fmt.Errorf("get claim %s: %w", name, gerr)
 			}
-			if claimOwnership(node, live) == foreign {
+			switch claimOwnership(node, live) {
+			case foreign:
 				return r.conflict(node, live, class), nil
+			case adoptable:
+				err = r.adopt(ctx, node, live)
+			default:
+				err = r.restoreLabels(ctx, node, live)
 			}
-			// Ours or adoptable: the cache catches up and the claim's watch event brings
-			// the node back.
-			return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("claim %s exists; waiting to observe it", name)), nil
+			// The claim (labelled again) enters the cache, and its watch event brings the
+			// node back.
+			return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("claim %s exists; waiting to observe it", name)), err
 		}
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
 			fmt.Errorf("create claim %s: %w", name, err)
@@ -193,18 +198,34 @@ func (r *Reconciler) adopt(ctx context.Context, node *valkeyv1.ValkeyNode, claim
 	previous := claim.Annotations[valkeyv1.AnnotationClaimIdentity]
 	claim.Annotations[valkeyv1.AnnotationClaimIdentity] = Identity(node)
 	delete(claim.Annotations, valkeyv1.AnnotationClaimReleased)
-	if claim.Labels == nil {
-		claim.Labels = map[string]string{}
-	}
-	for k, v := range valkeyv1.NodeLabels(node) {
-		claim.Labels[k] = v
-	}
+	setLabels(claim, valkeyv1.NodeLabels(node))
 	if err := r.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adopt claim %s: %w", claim.Name, err)
 	}
 	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimAdopted, "AdoptClaim",
 		"adopted retained claim %s (released by %s) with its data", claim.Name, previous)
 	return nil
+}
+
+// restoreLabels puts the node's labels back on its own claim (someone removed them, which
+// hides the claim from the label-filtered cache).
+func (r *Reconciler) restoreLabels(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) error {
+	base := claim.DeepCopy()
+	setLabels(claim, valkeyv1.NodeLabels(node))
+	if err := r.Patch(ctx, claim, client.MergeFrom(base)); err != nil {
+		return fmt.Errorf("restore labels of claim %s: %w", claim.Name, err)
+	}
+	return nil
+}
+
+// setLabels sets labels on a claim, keeping its other labels.
+func setLabels(claim *corev1.PersistentVolumeClaim, labels map[string]string) {
+	if claim.Labels == nil {
+		claim.Labels = map[string]string{}
+	}
+	for k, v := range labels {
+		claim.Labels[k] = v
+	}
 }
 
 // reconcileSize expands a bound claim that requests less than the node's size, when its

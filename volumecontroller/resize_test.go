@@ -168,3 +168,22 @@ func sum(ms []*dto.Metric) float64 {
 	}
 	return s
 }
+
+// claimsInState reads valkey_volume_controller_claims for a state.
+func claimsInState(state string) float64 {
+	families, err := metrics.Registry.Gather()
+	Expect(err).NotTo(HaveOccurred())
+	for _, f := range families {
+		if f.GetName() != "valkey_volume_controller_claims" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "state" && l.GetValue() == state {
+					return m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	return 0
+}
