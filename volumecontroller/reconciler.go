@@ -72,10 +72,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if gone {
 			return ctrl.Result{}, err
 		}
-		return ctrl.Result{}, errors.Join(err, r.applyStatus(ctx, node, rep))
+		return ctrl.Result{}, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep)))
 	}
 	rep, err := r.reconcileNormal(ctx, node)
-	return ctrl.Result{}, errors.Join(err, r.applyStatus(ctx, node, rep))
+	return ctrl.Result{}, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep)))
 }
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
