@@ -77,3 +77,29 @@ fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
 	  pkg=$$(grep -rlE "^func $$t\(" --include='*_test.go' . | xargs dirname); \
 	  echo "fuzz $$t in $$pkg for $(FUZZTIME)"; go test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME); \
 	done
+
+##@ Local cluster (test/localcluster: a real single-node Kubernetes on this machine; needs root)
+
+LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster
+E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
+
+.PHONY: images
+images: ## Build the pause, Valkey and controller images (.local/images) and import them when the cluster is up.
+	test/images/build.sh all
+
+.PHONY: cluster-up
+cluster-up: k8s-bins ## Start the local cluster (idempotent); kubeconfig: .local/cluster/admin.kubeconfig.
+	K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh up
+
+.PHONY: cluster-down
+cluster-down: ## Stop the local cluster and remove every process, mount, loop device and interface it made.
+	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh down
+
+.PHONY: cluster-status
+cluster-status: ## Daemons, node and memory of the local cluster.
+	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh status
+	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh memory
+
+.PHONY: e2e-smoke
+e2e-smoke: ## Smoke suite against the local cluster (make cluster-up first).
+	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/smoke -count=1 -v -timeout 15m

@@ -6,6 +6,7 @@
 #                                         network device, iptables chain and state it made
 #   test/localcluster/cluster.sh status   list the daemons and the node
 #   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
+#   test/localcluster/cluster.sh import TAR...  import image tarballs when the cluster is up
 #
 # Needs root. Every daemon is started here with a PID file (there is no init system), logs go to
 # .local/cluster/logs. The kubeconfig is .local/cluster/admin.kubeconfig.
@@ -15,10 +16,11 @@
 # restrict_oom_score_adj and kube-proxy with oomScoreAdj 0; volumes are XFS on loop devices
 # because XFS grows online with CAP_SYS_ADMIN alone.
 #
-# Network: the node has its own address on a dummy interface (NODE_IP, not the machine's), the
-# API server and kubelet listen only there and on loopback, pods live on their own bridge and get
-# routes only to the pod range, the service range and the node address (no default route), and
-# the service range is routed into the dummy interface, so nothing reaches another machine.
+# Network: pods live on their own bridge (BRIDGE), which also carries the node's own address
+# (NODE_IP, not the machine's); the API server and kubelet listen only there and on loopback.
+# Pods get routes only to the pod range, the service range and the node address (no default
+# route), and the service range is routed to the bridge, so no test traffic reaches another
+# machine. (This kernel has no dummy interfaces.)
 #
 # Environment: K8S_BIN (folder with the Kubernetes binaries, see `make k8s-bins`),
 # LOCAL_CLUSTER_DIR (default <repo>/.local/cluster).
@@ -40,7 +42,6 @@ POD_CIDR=10.88.0.0/16
 POD_GW=10.88.0.1
 SVC_CIDR=10.96.0.0/16
 SVC_IP=10.96.0.1
-DUMMY=vlknode0
 BRIDGE=vlkbr0
 PROVISIONER=valkey.local/loop-xfs
 KC="$L/admin.kubeconfig"
@@ -137,17 +138,15 @@ net_up() {
 	sysctl -qw net.ipv4.ip_forward=1
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
 	for cidr in "$POD_CIDR" "$SVC_CIDR" "$NODE_IP/32"; do
-		if ip -4 route show to "$cidr" | grep -v -e "dev $BRIDGE" -e "dev $DUMMY" | grep -q .; then
+		if ip -4 route show to "$cidr" | grep -v "dev $BRIDGE" | grep -q .; then
 			die "$cidr is already routed on this machine: $(ip -4 route show to "$cidr")"
 		fi
 	done
-	ip link show "$DUMMY" >/dev/null 2>&1 || ip link add "$DUMMY" type dummy
-	ip addr replace "$NODE_IP/32" dev "$DUMMY"
-	ip link set "$DUMMY" up
-	ip route replace "$SVC_CIDR" dev "$DUMMY"
 	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
 	ip addr replace "$POD_GW/${POD_CIDR#*/}" dev "$BRIDGE"
+	ip addr replace "$NODE_IP/32" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
+	ip route replace "$SVC_CIDR" dev "$BRIDGE"
 }
 
 write_configs() {
@@ -327,6 +326,13 @@ up() {
 	wait_until 120 "node $NODE Ready" node_ready
 	log "node $NODE Ready"
 	kubectl_ apply -f "$here/storageclasses.yaml" >/dev/null
+	# A rebuilt provisioner replaces the running one.
+	local sum
+	sum="$(sha256sum "$L/bin/loop-provisioner" | cut -c1-16)"
+	if pid_of loop-provisioner >/dev/null && [ "$(cat "$L/run/loop-provisioner.sum" 2>/dev/null)" != "$sum" ]; then
+		stop loop-provisioner
+	fi
+	echo "$sum" >"$L/run/loop-provisioner.sum"
 	start loop-provisioner "$L/bin/loop-provisioner" --kubeconfig="$KC" --node="$NODE" \
 		--provisioner="$PROVISIONER" --disk-dir="$L/disks"
 	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
@@ -396,12 +402,11 @@ down() {
 	losetup -n -O NAME,BACK-FILE -l 2>/dev/null | while read -r dev file; do
 		case "$file" in "$L/disks/"*) losetup -d "$dev" && log "detached $dev ($file)" ;; esac
 	done
-	# Leftover veth ends on the bridge, then the bridge and the dummy interface.
+	# Leftover veth ends on the bridge, then the bridge.
 	for n in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
 		ip link del "$n" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
-	ip link del "$DUMMY" 2>/dev/null || true
 	iptables_cleanup
 	if [ -f "$L/run/sysctl.saved" ]; then
 		sysctl -q -p "$L/run/sysctl.saved" >/dev/null 2>&1 || true
@@ -447,8 +452,25 @@ memory() {
 	printf '%-24s %6d MiB\n' "total" $(((total + shims + pods) / 1024))
 }
 
+# import TAR...: import image tarballs into the running cluster's containerd (no-op when down).
+import_images() {
+	if ! pid_of containerd >/dev/null 2>&1; then
+		echo "local cluster is not up: images will be imported by cluster-up"
+		return
+	fi
+	local t
+	for t in "$@"; do
+		ctr_ images import "$t" >/dev/null || die "importing $t failed"
+	done
+	echo "imported into the local cluster: ${*##*/}"
+}
+
 case "${1:-}" in
 up) up ;;
+import)
+	shift
+	import_images "$@"
+	;;
 down) down ;;
 status) status ;;
 memory) memory ;;

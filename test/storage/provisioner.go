@@ -297,8 +297,10 @@ func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClai
 	if cur.Cmp(have) >= 0 {
 		return nil
 	}
+	// Once allocated, kubelet owns the resize status (NodeResizeInProgress, failures, done):
+	// marking again would race with its own updates.
 	alloc := c.Status.AllocatedResources[corev1.ResourceStorage]
-	if c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] == corev1.PersistentVolumeClaimNodeResizePending && alloc.Cmp(want) >= 0 {
+	if alloc.Cmp(want) >= 0 {
 		return nil
 	}
 	c = c.DeepCopy()

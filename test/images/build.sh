@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Builds the local cluster's container images as docker-archive tarballs in .local/images and,
+# when the local cluster is up, imports them into its containerd.
+#
+#   test/images/build.sh [base|all]     (default: all)
+#
+# base: valkey.local/pause:dev (containerd's sandbox image) and valkey.local/valkey:dev
+#       (valkey-server and valkey-cli from this machine: Debian's redis-server stands in, with the
+#       libraries ldd lists; runs as uid 1000; no shell; /usr/local/bin/kit for tests to look
+#       inside with kubectl exec).
+# all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(cd "$here/../.." && pwd)"
+out="${IMAGES_DIR:-$repo/.local/images}"
+what="${1:-all}"
+bin="$out/bin"
+mkdir -p "$bin"
+start=$(date +%s)
+
+(cd "$here" && CGO_ENABLED=0 go build -trimpath -o "$bin/imagepack" . &&
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/pause" ./pause &&
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$bin/kit" ./kit)
+pack="$bin/imagepack"
+built=()
+
+"$pack" -out "$out/pause.tar" -tag valkey.local/pause:dev -entrypoint /pause -user 65535:65535 \
+	"$bin/pause=/pause"
+built+=("$out/pause.tar")
+
+server="$(command -v valkey-server || command -v redis-server || true)"
+cli="$(command -v valkey-cli || command -v redis-cli || true)"
+[ -n "$server" ] && [ -n "$cli" ] || { echo "valkey-server/redis-server and valkey-cli/redis-cli are needed (apt-get install redis-server redis-tools)" >&2; exit 1; }
+items=("$server=/usr/bin/$(basename "$server")" "libs:$server" "$cli=/usr/bin/$(basename "$cli")" "libs:$cli")
+[ "$(basename "$server")" = valkey-server ] || items+=("link:/usr/bin/valkey-server=$(basename "$server")")
+[ "$(basename "$cli")" = valkey-cli ] || items+=("link:/usr/bin/valkey-cli=$(basename "$cli")")
+"$pack" -out "$out/valkey.tar" -tag valkey.local/valkey:dev -entrypoint /usr/bin/valkey-server \
+	-user 1000:1000 -workdir /data -passwd valkey:1000:1000:/data -expose 6379/tcp -expose 16379/tcp \
+	"${items[@]}" "$bin/kit=/usr/local/bin/kit" dir:/data:1000:1000:0775 dir:/tmp:0:0:1777
+built+=("$out/valkey.tar")
+
+if [ "$what" = all ]; then
+	for c in volume workload topology; do
+		(cd "$repo" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$bin/$c-controller" "./cmd/$c-controller")
+		"$pack" -out "$out/$c-controller.tar" -tag "valkey.local/$c-controller:dev" \
+			-entrypoint "/usr/local/bin/$c-controller" -user 65532:65532 -passwd nonroot:65532:65532:/ \
+			"$bin/$c-controller=/usr/local/bin/$c-controller"
+		built+=("$out/$c-controller.tar")
+	done
+fi
+echo "images built in $(($(date +%s) - start))s: ${built[*]##*/}"
+"$repo/test/localcluster/cluster.sh" import "${built[@]}"

@@ -1,0 +1,100 @@
+// Command kit is a small static helper in the test Valkey image, which has no shell, so tests
+// can look inside a running container with `kubectl exec`:
+//
+//	kit df PATH       size, free and available bytes of the file system holding PATH
+//	kit cat FILE...   print files
+//	kit ls DIR        list a folder (name, size, mode, uid:gid)
+//	kit id            uid, gid and groups of the process
+//	kit sleep SECONDS sleep (0: until SIGTERM)
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		fmt.Fprintln(os.Stderr, "kit:", err)
+		os.Exit(1)
+	}
+}
+
+func run(args []string) error {
+	if len(args) == 0 {
+		return fmt.Errorf("usage: kit df|cat|ls|id|sleep ARGS")
+	}
+	switch args[0] {
+	case "df":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: kit df PATH")
+		}
+		var st syscall.Statfs_t
+		if err := syscall.Statfs(args[1], &st); err != nil {
+			return err
+		}
+		bs := uint64(st.Bsize)
+		fmt.Printf("size=%d free=%d avail=%d\n", st.Blocks*bs, st.Bfree*bs, st.Bavail*bs)
+	case "cat":
+		for _, f := range args[1:] {
+			fh, err := os.Open(f)
+			if err != nil {
+				return err
+			}
+			_, err = io.Copy(os.Stdout, fh)
+			fh.Close()
+			if err != nil {
+				return err
+			}
+		}
+	case "ls":
+		if len(args) != 2 {
+			return fmt.Errorf("usage: kit ls DIR")
+		}
+		entries, err := os.ReadDir(args[1])
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			info, err := e.Info()
+			if err != nil {
+				return err
+			}
+			uid, gid := -1, -1
+			if st, ok := info.Sys().(*syscall.Stat_t); ok {
+				uid, gid = int(st.Uid), int(st.Gid)
+			}
+			fmt.Printf("%s %d %s %d:%d\n", e.Name(), info.Size(), info.Mode(), uid, gid)
+		}
+	case "id":
+		groups, _ := os.Getgroups()
+		fmt.Printf("uid=%d gid=%d groups=%v\n", os.Getuid(), os.Getgid(), groups)
+	case "sleep":
+		n := 0
+		if len(args) > 1 {
+			var err error
+			if n, err = strconv.Atoi(args[1]); err != nil {
+				return err
+			}
+		}
+		// As PID 1 of a container SIGTERM would be ignored without a handler.
+		stop := make(chan os.Signal, 1)
+		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+		var timeout <-chan time.Time
+		if n > 0 {
+			timeout = time.After(time.Duration(n) * time.Second)
+		}
+		select {
+		case <-stop:
+		case <-timeout:
+		}
+	default:
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return nil
+}
