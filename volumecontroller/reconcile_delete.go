@@ -33,7 +33,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 	var class classRef
 	if claim != nil {
 		if class, err = resolveClass(ctx, r.Client, claim.Spec.StorageClassName); err != nil {
-			return claimReport(node, claim, class, ""), false, err
+			return claimReport(node, claim, class, nil), false, err
 		}
 	}
 	ours := claim != nil && claimOwnership(node, claim) == owned
@@ -89,7 +89,7 @@ func (r *Reconciler) deletingReport(node *valkeyv1.ValkeyNode, claim *corev1.Per
 		return notUsableReport(node, class, valkeyv1.ReasonClaimConflict, fmt.Sprintf(
 			"claim %s belongs to %s, not to this node; it is left alone", claim.Name, claim.Annotations[valkeyv1.AnnotationClaimIdentity]))
 	}
-	return claimReport(node, claim, class, "")
+	return claimReport(node, claim, class, nil)
 }
 
 // liveClaim reads the node's claim from the API server; nil when there is none.

@@ -7,11 +7,11 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -93,7 +93,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	}
 	class, err := resolveClass(ctx, r.Client, claim.Spec.StorageClassName)
 	if err != nil {
-		return claimReport(node, claim, class, ""), err
+		return claimReport(node, claim, class, nil), err
 	}
 
 	switch claimOwnership(node, claim) {
@@ -101,15 +101,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 		return r.conflict(node, claim, class), nil
 	case adoptable:
 		if err := r.adopt(ctx, node, claim); err != nil {
-			return claimReport(node, claim, class, ""), err
+			return claimReport(node, claim, class, nil), err
 		}
 	}
 	if claim.DeletionTimestamp != nil {
-		return claimReport(node, claim, class, ""), nil
+		return claimReport(node, claim, class, nil), nil
 	}
-	refused, err := r.reconcileSize(ctx, node, claim, class)
-	rep := claimReport(node, claim, class, refused)
-	r.recordSizeTransition(node, claim, rep.Sized.Reason)
+	blocked, err := r.reconcileSize(ctx, node, claim, class)
+	rep := claimReport(node, claim, class, blocked)
+	r.recordSizeTransition(node, claim, rep.Sized)
 	return rep, err
 }
 
@@ -229,65 +229,57 @@ func setLabels(claim *corev1.PersistentVolumeClaim, labels map[string]string) {
 }
 
 // reconcileSize expands a bound claim that requests less than the node's size, when its
-// StorageClass allows it. It returns why expansion was refused ("" otherwise). It never
-// shrinks a claim, and a refused or failing resize is only reported.
-func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) (string, error) {
+// StorageClass allows it. It returns why the claim could not be expanded (nil otherwise):
+// ExpansionNotSupported for the class, ResizeFailed when the API server refused the patch
+// (a quota, for instance). It never shrinks a claim, and a refused or failing resize is
+// only reported.
+func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) (*sized, error) {
 	desired := node.Spec.Persistence.Size
 	if !needsExpansion(desired, claim) {
-		return "", nil
+		return nil, nil
 	}
 	if refused := expansionRefusal(claim, class); refused != "" {
 		if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeSized); cur == nil || cur.Reason != valkeyv1.ReasonExpansionNotSupported {
 			r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventExpansionNotSupported, "ExpandClaim", "%s", refused)
 		}
-		return refused, nil
+		return &sized{false, valkeyv1.ReasonExpansionNotSupported, refused}, nil
 	}
 	if claim.Status.Phase != corev1.ClaimBound {
 		// The API server only lets a bound claim grow; the claim's bind event brings the
 		// node back.
-		return "", nil
+		return nil, nil
 	}
 	from := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	if err := expand(ctx, r.Client, claim, desired); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			log.FromContext(ctx).Info("claim expansion refused", "claim", claim.Name, "error", err.Error())
-			return err.Error(), nil
+			// Retrying the same patch gets the same answer; a change of the node, claim
+			// or class brings the node back.
+			return &sized{false, valkeyv1.ReasonResizeFailed, fmt.Sprintf("the API server refused to expand claim %s: %v", claim.Name, err)}, nil
 		}
-		return "", err
+		return nil, err
 	}
 	resizesStarted.Inc()
 	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeStarted, "ExpandClaim",
 		"expanding claim %s from %s to %s", claim.Name, from.String(), desired.String())
-	return "", nil
+	return nil, nil
 }
 
 // recordSizeTransition counts and records the end of a resize (VolumeSized became True
 // after a resize reason) and its failure.
-func (r *Reconciler) recordSizeTransition(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, reason string) {
+func (r *Reconciler) recordSizeTransition(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, now metav1.Condition) {
 	cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeSized)
-	if cur == nil || cur.Reason == reason {
+	if cur == nil || cur.Reason == now.Reason {
 		return
 	}
 	switch {
-	case reason == valkeyv1.ReasonResizeFailed:
+	case now.Reason == valkeyv1.ReasonResizeFailed:
 		resizesFailed.Inc()
-		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventResizeFailed, "ExpandClaim",
-			"resizing claim %s failed: %s", claim.Name, claimResizeMessage(claim))
-	case (reason == valkeyv1.ReasonSized || reason == valkeyv1.ReasonLargerThanRequested) &&
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventResizeFailed, "ExpandClaim", "%s", now.Message)
+	case (now.Reason == valkeyv1.ReasonSized || now.Reason == valkeyv1.ReasonLargerThanRequested) &&
 		(cur.Reason == valkeyv1.ReasonResizing || cur.Reason == valkeyv1.ReasonFileSystemResizePending || cur.Reason == valkeyv1.ReasonResizeFailed):
 		resizesFinished.Inc()
 		capacity := claim.Status.Capacity[corev1.ResourceStorage]
 		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeFinished, "ExpandClaim",
 			"claim %s now has %s", claim.Name, capacity.String())
 	}
-}
-
-// claimResizeMessage is the claim's own account of a failed resize.
-func claimResizeMessage(claim *corev1.PersistentVolumeClaim) string {
-	for _, c := range claim.Status.Conditions {
-		if c.Status == corev1.ConditionTrue && (c.Type == corev1.PersistentVolumeClaimControllerResizeError || c.Type == corev1.PersistentVolumeClaimNodeResizeError) {
-			return string(c.Type) + ": " + c.Message
-		}
-	}
-	return string(claim.Status.AllocatedResourceStatuses[corev1.ResourceStorage])
 }

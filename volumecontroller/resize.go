@@ -38,9 +38,9 @@ func expansionRefusal(claim *corev1.PersistentVolumeClaim, class classRef) strin
 }
 
 // sizeVerdict maps a claim that belongs to the node to VolumeSized: its capacity against
-// the desired size, and the claim's own resize signals while it is smaller. refused is the
-// reason expansion was not requested ("" when it was, or was not needed).
-func sizeVerdict(desired resource.Quantity, claim *corev1.PersistentVolumeClaim, refused string) sized {
+// the desired size, and the claim's own resize signals while it is smaller. blocked, when
+// not nil, is why the claim could not be expanded (it applies while the claim is smaller).
+func sizeVerdict(desired resource.Quantity, claim *corev1.PersistentVolumeClaim, blocked *sized) sized {
 	req, _ := storage(claim.Spec.Resources.Requests)
 	capacity, hasCapacity := storage(claim.Status.Capacity)
 	if hasCapacity && capacity.Cmp(desired) >= 0 {
@@ -51,8 +51,8 @@ func sizeVerdict(desired resource.Quantity, claim *corev1.PersistentVolumeClaim,
 		}
 		return sized{true, valkeyv1.ReasonSized, fmt.Sprintf("claim %s has %s (%s requested)", claim.Name, capacity.String(), desired.String())}
 	}
-	if refused != "" {
-		return sized{false, valkeyv1.ReasonExpansionNotSupported, refused}
+	if blocked != nil {
+		return *blocked
 	}
 	if !hasCapacity {
 		if claim.Status.Phase == corev1.ClaimBound {

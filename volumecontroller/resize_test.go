@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
@@ -110,6 +111,28 @@ var _ = Describe("online expansion", func() {
 		}).Should(Succeed())
 		Eventually(requested(ctx, node)).Should(Equal("2Gi"))
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("False/Resizing"))
+	})
+
+	It("reports an expansion the API server refuses (a storage quota) as ResizeFailed", func(ctx context.Context) {
+		class := newClass(ctx, "expandable-"+ns, true, storagev1.VolumeBindingImmediate, nil)
+		node, _ := boundNode(ctx, class)
+		quota := &corev1.ResourceQuota{
+			ObjectMeta: metav1.ObjectMeta{Name: "storage", Namespace: ns},
+			Spec: corev1.ResourceQuotaSpec{Hard: corev1.ResourceList{
+				corev1.ResourceRequestsStorage: resource.MustParse("1536Mi")}},
+		}
+		Expect(k8s.Create(ctx, quota)).To(Succeed())
+		// Play the quota controller: the claim already uses 1Gi.
+		quota.Status = corev1.ResourceQuotaStatus{Hard: quota.Spec.Hard, Used: corev1.ResourceList{
+			corev1.ResourceRequestsStorage: resource.MustParse("1Gi")}}
+		Expect(k8s.Status().Update(ctx, quota)).To(Succeed())
+
+		setSize(ctx, node, "2Gi")
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("False/ResizeFailed"))
+		Expect(getNode(ctx, node).Status.Conditions).To(ContainElement(HaveField("Message", ContainSubstring("quota"))))
+		Expect(requested(ctx, node)()).To(Equal("1Gi"))
+		Expect(condition(ctx, node, valkeyv1.ConditionVolumeReady)()).To(Equal("True/Bound"))
+		Eventually(eventReasons(ctx, node)).Should(ContainElement("Warning/ResizeFailed"))
 	})
 
 	It("resolves the default StorageClass before expanding", func(ctx context.Context) {

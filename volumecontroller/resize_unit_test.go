@@ -43,35 +43,35 @@ func TestSizeVerdict(t *testing.T) {
 		name    string
 		desired string
 		claim   *corev1.PersistentVolumeClaim
-		refused string
+		blocked *sized
 		ok      bool
 		reason  string
 		message string
 	}{
-		{"sized", "1Gi", claimWith("1Gi", "1Gi", bound), "", true, valkeyv1.ReasonSized, "has 1Gi"},
-		{"provider rounded up", "1Gi", claimWith("1Gi", "10Gi", bound), "", true, valkeyv1.ReasonSized, "has 10Gi"},
-		{"grown by hand, never shrunk", "2Gi", claimWith("5Gi", "5Gi", bound), "", true, valkeyv1.ReasonLargerThanRequested, "never shrunk"},
-		{"refusal does not matter once large enough", "1Gi", claimWith("1Gi", "1Gi", bound), "no expansion", true, valkeyv1.ReasonSized, ""},
-		{"expansion refused", "2Gi", claimWith("1Gi", "1Gi", bound), "StorageClass x does not allow", false, valkeyv1.ReasonExpansionNotSupported, "does not allow"},
-		{"pending, no capacity", "1Gi", claimWith("1Gi", "", corev1.ClaimPending), "", false, valkeyv1.ReasonPending, "until it is bound"},
-		{"not bound yet, grows once bound", "2Gi", claimWith("1Gi", "1Gi", corev1.ClaimPending), "", false, valkeyv1.ReasonResizing, "once it is bound"},
-		{"request patched, nothing reported yet", "2Gi", claimWith("2Gi", "1Gi", bound), "", false, valkeyv1.ReasonResizing, "1Gi of 2Gi"},
-		{"Resizing condition", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimResizing, corev1.ConditionTrue, ""), "", false, valkeyv1.ReasonResizing, ""},
-		{"controller resize in progress", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeInProgress), "", false, valkeyv1.ReasonResizing, ""},
-		{"file system pending (condition)", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimFileSystemResizePending, corev1.ConditionTrue, ""), "", false, valkeyv1.ReasonFileSystemResizePending, "on the node"},
-		{"file system pending (allocated)", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizePending), "", false, valkeyv1.ReasonFileSystemResizePending, ""},
-		{"node resize in progress", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeInProgress), "", false, valkeyv1.ReasonFileSystemResizePending, ""},
-		{"controller error", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeError, corev1.ConditionTrue, "quota"), "", false, valkeyv1.ReasonResizeFailed, "ControllerResizeError: quota"},
-		{"node error", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeError, corev1.ConditionTrue, "fs"), "", false, valkeyv1.ReasonResizeFailed, "NodeResizeError: fs"},
-		{"error condition False is ignored", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeError, corev1.ConditionFalse, ""), "", false, valkeyv1.ReasonResizing, ""},
-		{"controller infeasible", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeInfeasible), "", false, valkeyv1.ReasonResizeFailed, "ControllerResizeInfeasible"},
-		{"node infeasible", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeInfeasible), "", false, valkeyv1.ReasonResizeFailed, "NodeResizeInfeasible"},
+		{"sized", "1Gi", claimWith("1Gi", "1Gi", bound), nil, true, valkeyv1.ReasonSized, "has 1Gi"},
+		{"provider rounded up", "1Gi", claimWith("1Gi", "10Gi", bound), nil, true, valkeyv1.ReasonSized, "has 10Gi"},
+		{"grown by hand, never shrunk", "2Gi", claimWith("5Gi", "5Gi", bound), nil, true, valkeyv1.ReasonLargerThanRequested, "never shrunk"},
+		{"refusal does not matter once large enough", "1Gi", claimWith("1Gi", "1Gi", bound), &sized{false, valkeyv1.ReasonExpansionNotSupported, "no"}, true, valkeyv1.ReasonSized, ""},
+		{"expansion refused", "2Gi", claimWith("1Gi", "1Gi", bound), &sized{false, valkeyv1.ReasonExpansionNotSupported, "StorageClass x does not allow"}, false, valkeyv1.ReasonExpansionNotSupported, "does not allow"},
+		{"pending, no capacity", "1Gi", claimWith("1Gi", "", corev1.ClaimPending), nil, false, valkeyv1.ReasonPending, "until it is bound"},
+		{"not bound yet, grows once bound", "2Gi", claimWith("1Gi", "1Gi", corev1.ClaimPending), nil, false, valkeyv1.ReasonResizing, "once it is bound"},
+		{"request patched, nothing reported yet", "2Gi", claimWith("2Gi", "1Gi", bound), nil, false, valkeyv1.ReasonResizing, "1Gi of 2Gi"},
+		{"Resizing condition", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimResizing, corev1.ConditionTrue, ""), nil, false, valkeyv1.ReasonResizing, ""},
+		{"controller resize in progress", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeInProgress), nil, false, valkeyv1.ReasonResizing, ""},
+		{"file system pending (condition)", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimFileSystemResizePending, corev1.ConditionTrue, ""), nil, false, valkeyv1.ReasonFileSystemResizePending, "on the node"},
+		{"file system pending (allocated)", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizePending), nil, false, valkeyv1.ReasonFileSystemResizePending, ""},
+		{"node resize in progress", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeInProgress), nil, false, valkeyv1.ReasonFileSystemResizePending, ""},
+		{"controller error", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeError, corev1.ConditionTrue, "quota"), nil, false, valkeyv1.ReasonResizeFailed, "ControllerResizeError: quota"},
+		{"node error", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeError, corev1.ConditionTrue, "fs"), nil, false, valkeyv1.ReasonResizeFailed, "NodeResizeError: fs"},
+		{"error condition False is ignored", "2Gi", withCondition(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeError, corev1.ConditionFalse, ""), nil, false, valkeyv1.ReasonResizing, ""},
+		{"controller infeasible", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimControllerResizeInfeasible), nil, false, valkeyv1.ReasonResizeFailed, "ControllerResizeInfeasible"},
+		{"node infeasible", "2Gi", withAllocated(claimWith("2Gi", "1Gi", bound), corev1.PersistentVolumeClaimNodeResizeInfeasible), nil, false, valkeyv1.ReasonResizeFailed, "NodeResizeInfeasible"},
 		{"error wins over file system pending", "2Gi", withCondition(withCondition(claimWith("2Gi", "1Gi", bound),
-			corev1.PersistentVolumeClaimFileSystemResizePending, corev1.ConditionTrue, ""), corev1.PersistentVolumeClaimNodeResizeError, corev1.ConditionTrue, "x"), "", false, valkeyv1.ReasonResizeFailed, ""},
+			corev1.PersistentVolumeClaimFileSystemResizePending, corev1.ConditionTrue, ""), corev1.PersistentVolumeClaimNodeResizeError, corev1.ConditionTrue, "x"), nil, false, valkeyv1.ReasonResizeFailed, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			v := sizeVerdict(resource.MustParse(tt.desired), tt.claim, tt.refused)
+			v := sizeVerdict(resource.MustParse(tt.desired), tt.claim, tt.blocked)
 			if v.OK != tt.ok || v.Reason != tt.reason || !strings.Contains(v.Message, tt.message) {
 				t.Errorf("got %+v, want %v %s containing %q", v, tt.ok, tt.reason, tt.message)
 			}

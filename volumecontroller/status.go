@@ -64,7 +64,7 @@ func readyVerdict(claim *corev1.PersistentVolumeClaim, class classRef) (bool, st
 }
 
 // claimReport is the status of a node whose claim exists and belongs to it.
-func claimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef, refused string) report {
+func claimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef, blocked *sized) report {
 	ok, reason, msg := readyVerdict(claim, class)
 	rep := report{
 		Ready:  status.Condition(valkeyv1.ConditionVolumeReady, ok, reason, msg),
@@ -74,7 +74,7 @@ func claimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim,
 		rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, false, reason, msg)
 		return rep
 	}
-	v := sizeVerdict(node.Spec.Persistence.Size, claim, refused)
+	v := sizeVerdict(node.Spec.Persistence.Size, claim, blocked)
 	rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, v.OK, v.Reason, v.Message)
 	return rep
 }
