@@ -7,6 +7,7 @@
 #   test/localcluster/cluster.sh status   list the daemons and the node
 #   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
 #   test/localcluster/cluster.sh import TAR...  import image tarballs when the cluster is up
+#   test/localcluster/cluster.sh leftovers  list anything of the cluster left on the machine
 #
 # Needs root. Every daemon is started here with a PID file (there is no init system), logs go to
 # .local/cluster/logs. The kubeconfig is .local/cluster/admin.kubeconfig.
@@ -349,7 +350,7 @@ iptables_cleanup() {
 	for ipt in iptables ip6tables; do
 		command -v "$ipt" >/dev/null || continue
 		for t in filter nat mangle; do
-			"$ipt" -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE|CNI)-' | sed 's/^-A /-D /' |
+			{ "$ipt" -t "$t" -S 2>/dev/null | grep -E '^-A [A-Z]+ .*-j (KUBE|CNI)-' || true; } | sed 's/^-A /-D /' |
 				while read -r rule; do eval "$ipt -t $t $rule" 2>/dev/null || true; done
 			for chain in $("$ipt" -t "$t" -S 2>/dev/null | awk '/^-N (KUBE|CNI)-/ {print $2}'); do
 				"$ipt" -t "$t" -F "$chain" 2>/dev/null || true
@@ -387,7 +388,7 @@ down() {
 	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first.
 	local m
 	for _ in 1 2 3; do
-		awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" | sort -r |
+		{ awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" || true; } | sort -r |
 			while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 	done
 	# Network namespaces made for pods (those that were not there before).
@@ -420,7 +421,8 @@ down() {
 	# State: everything but the PKI, the helper binaries and the logs.
 	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
 	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
-	log "cluster down"
+	leftovers >/dev/null || { leftovers; die "cluster down, but the above is left behind"; }
+	log "cluster down, nothing left behind"
 }
 
 status() {
@@ -465,8 +467,33 @@ import_images() {
 	echo "imported into the local cluster: ${*##*/}"
 }
 
+# leftovers: print whatever of this cluster is still on the machine; fails when anything is.
+leftovers() {
+	local found=0 out
+	report() {
+		[ -n "$2" ] || return 0
+		found=1
+		printf '%s:\n%s\n' "$1" "$2"
+	}
+	local d c
+	out=""
+	for d in /proc/[0-9]*; do
+		c="$( { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null)" || continue
+		case "$c" in *cluster.sh*) continue ;; *"$L"* | *"$RUNDIR"*) out+="${d#/proc/} ${c:0:160}"$'\n' ;; esac
+	done
+	report "processes" "$out"
+	report "mounts" "$(grep -E "$L|$RUNDIR|/run/netns/cni-" /proc/mounts || true)"
+	report "loop devices" "$(losetup -a | grep -F "$L/" || true)"
+	report "network devices" "$(ip -o link show | grep -E "$BRIDGE|veth" || true)"
+	report "routes" "$(ip route show | grep -E "$BRIDGE|${POD_CIDR%/*}|${SVC_CIDR%/*}" || true)"
+	report "iptables chains" "$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-' || true)"
+	report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true)"
+	if [ "$found" = 0 ]; then echo "no leftovers of $L"; else return 1; fi
+}
+
 case "${1:-}" in
 up) up ;;
+leftovers) leftovers ;;
 import)
 	shift
 	import_images "$@"
@@ -474,5 +501,5 @@ import)
 down) down ;;
 status) status ;;
 memory) memory ;;
-*) die "usage: $0 up|down|status|memory" ;;
+*) die "usage: $0 up|down|status|memory|import|leftovers" ;;
 esac
