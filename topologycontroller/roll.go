@@ -101,7 +101,7 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.cluster.Name}); err != nil {
 		return false, fmt.Errorf("list ValkeyNodes: %w", err)
 	}
-	active := 0
+	active, cleared := 0, false
 	for i := range list.Items {
 		n := &list.Items[i]
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
@@ -110,6 +110,7 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 		if rollDone(st, n) {
 			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
 			r.event(st, n, corev1.EventTypeNormal, "RollFinished", "Roll", "%s is back and joined after its roll", n.Name)
+			cleared = true
 			continue
 		}
 		if !n.DeletionTimestamp.IsZero() {
@@ -138,9 +139,20 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 			}
 		}
 	}
-	if active > 0 {
+	if active > 0 || cleared {
+		// After a clear, the next approval waits for the next round: the clear is written
+		// first, so two nodes are never seen approved at once.
 		waitAll("another node of the cluster is rolling")
-		return acted, nil
+		return acted || cleared, nil
+	}
+	// Choose the order only once the workload controller has looked at every node's
+	// current spec: a replica whose roll is not reported yet must still go first.
+	for _, n := range st.nodes {
+		c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending)
+		if n.DeletionTimestamp.IsZero() && (c == nil || c.ObservedGeneration != n.Generation) {
+			waitAll("waiting for the workload controller to evaluate " + n.Name)
+			return acted, nil
+		}
 	}
 	var cands []RollCandidate
 	byName := map[string]*valkeyv1.ValkeyNode{}

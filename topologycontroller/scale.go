@@ -110,7 +110,8 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 				remaining += len(mv.Slots)
 			}
 		}
-		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), short)
+		// Go on at once: nothing in Kubernetes is awaited.
+		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
 	} else {
 		st.wait("assigning slots", time.Second)
 	}
@@ -167,20 +168,24 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 	// Replicas first, highest replica index first.
 	for i := len(extra) - 1; i >= 0; i-- {
 		n := extra[i]
-		if !isReplica(n) {
-			// A primary of a wanted shard that is an extra replica index: fail over first.
-			if n.Spec.Shard < st.cluster.Spec.Shards {
-				if m := st.members[n.Name]; m.reachable() && m.self.slotCount() > 0 {
-					if err := r.failover(ctx, st, m, "scale-in of replicas"); err != nil {
-						return true, err
-					}
-					return true, nil
-				}
+		removedShard := n.Spec.Shard >= st.cluster.Spec.Shards
+		if m := st.members[n.Name]; m.reachable() && m.self.primary() && m.self.slotCount() > 0 {
+			if removedShard {
+				continue // balanceSlots moves its slots away first
 			}
-			if shardCount[n.Spec.Shard] > 1 || !deletable(n) {
+			// An extra replica index that is its shard's primary now: fail over first.
+			if len(syncedReplicas(st, m)) == 0 {
 				continue
 			}
-		} else if !deletable(n) {
+			if err := r.failover(ctx, st, m, "scale-in of replicas"); err != nil {
+				return true, err
+			}
+			return true, nil
+		}
+		if removedShard && !isReplica(n) && shardCount[n.Spec.Shard] > 1 {
+			continue // the shard's replicas go first
+		}
+		if !deletable(n) {
 			continue
 		}
 		if err := r.Client.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !isNotFound(err) {

@@ -42,7 +42,7 @@ var testOptions = topologycontroller.Options{
 	DialTimeout:                500 * time.Millisecond,
 	CommandTimeout:             5 * time.Second,
 	MigrationBatchSize:         50,
-	MigrationSlotsPerReconcile: 64,
+	MigrationSlotsPerReconcile: 256,
 	FailoverTimeout:            20 * time.Second,
 	ResyncPeriod:               2 * time.Second,
 }

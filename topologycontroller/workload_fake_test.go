@@ -40,7 +40,9 @@ type fakeWorkload struct {
 	ns     string
 	mu     sync.Mutex
 	srv    map[string]*valkeyserver.Server
-	roll   map[string]bool // roll requested
+	roll   map[string]bool   // roll pending: the spec's image differs from the running one
+	image  map[string]string // image the node's server "runs"
+	gen    map[string]int64  // generation last reported
 	empty  map[string]bool // the next restart loses /data
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -56,7 +58,7 @@ type approval struct {
 
 func startFakeWorkload(ns string) *fakeWorkload {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, empty: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, image: map[string]string{}, gen: map[string]int64{}, empty: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
 		defer close(f.done)
@@ -123,6 +125,15 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 				return err
 			}
 			f.srv[n.Name] = s
+			f.image[n.Name] = n.Spec.Image
+			if err := f.report(ctx, n, true, s.Host); err != nil {
+				return err
+			}
+			continue
+		}
+		if f.gen[n.Name] != n.Generation {
+			// A new spec: a roll is pending when the template (here: the image) changed.
+			f.roll[n.Name] = n.Spec.Image != f.image[n.Name]
 			if err := f.report(ctx, n, true, s.Host); err != nil {
 				return err
 			}
@@ -131,10 +142,14 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 		if f.roll[n.Name] && status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
 			f.approvals = append(f.approvals, approval{node: n.Name, reason: c.Reason, role: serverRole(s.Addr(), n)})
-			if err := f.restartLocked(ctx, n); err != nil {
+			if err := f.stopLocked(ctx, n); err != nil {
+				return err
+			}
+			if err := f.startLocked(ctx, n); err != nil {
 				return err
 			}
 			f.roll[n.Name] = false
+			f.image[n.Name] = n.Spec.Image
 			if err := f.report(ctx, n, true, f.srv[n.Name].Host); err != nil {
 				return err
 			}
@@ -161,54 +176,45 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 	})
 }
 
-// restartLocked replaces the node's "pod": the server stops and starts again at a new
-// address, with its data directory (or an empty one).
-func (f *fakeWorkload) restartLocked(ctx context.Context, n *valkeyv1.ValkeyNode) error {
+// stopLocked stops the node's "pod" (its server); startLocked starts a new one at a new
+// address, with the data directory of the old one (or an empty one).
+func (f *fakeWorkload) stopLocked(ctx context.Context, n *valkeyv1.ValkeyNode) error {
 	s := f.srv[n.Name]
 	if err := f.reportPhase(ctx, n, false, valkeyv1.ReasonPodNotReady, s.Host); err != nil {
 		return err
 	}
-	if err := s.Stop(); err != nil {
-		return err
-	}
-	dir := s.Dir
+	return s.Stop()
+}
+
+func (f *fakeWorkload) startLocked(ctx context.Context, n *valkeyv1.ValkeyNode) error {
+	dir := f.srv[n.Name].Dir
 	if f.empty[n.Name] {
 		_ = os.RemoveAll(dir)
 		dir = ""
 		f.empty[n.Name] = false
 	}
-	ns, err := f.startServer(ctx, n, dir)
+	s, err := f.startServer(ctx, n, dir)
 	if err != nil {
 		return err
 	}
-	f.srv[n.Name] = ns
+	f.srv[n.Name] = s
 	return nil
 }
 
-// restart restarts a node's server at a new address; with emptyData its /data is lost.
+// restart stops the servers of the nodes, then starts each again at a new address, with
+// its data directory or, with emptyData, an empty one.
 func (f *fakeWorkload) restart(names []string, emptyData bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	ctx := context.Background()
 	for _, name := range names {
-		n := getNode(f.ns, name)
 		f.empty[name] = emptyData
-		Expect(f.restartLocked(ctx, n)).To(Succeed())
+		Expect(f.stopLocked(ctx, getNode(f.ns, name))).To(Succeed())
 	}
 	for _, name := range names {
 		n := getNode(f.ns, name)
-		Expect(f.report(ctx, n, f.roll[name], f.srv[name].Host)).To(Succeed())
-	}
-}
-
-// requestRoll reports RollPending=True for the nodes: their template changed.
-func (f *fakeWorkload) requestRoll(names ...string) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for _, name := range names {
-		f.roll[name] = true
-		n := getNode(f.ns, name)
-		Expect(f.report(context.Background(), n, true, f.srv[name].Host)).To(Succeed())
+		Expect(f.startLocked(ctx, n)).To(Succeed())
+		Expect(f.report(ctx, n, true, f.srv[name].Host)).To(Succeed())
 	}
 }
 
@@ -221,6 +227,7 @@ func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, 
 	if f.roll[n.Name] {
 		roll = status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged, "")
 	}
+	f.gen[n.Name] = n.Generation
 	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerWorkload}
 	return a.Apply(ctx, n, n.Status.Conditions, status.Status{
 		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionWorkloadReady, ready, reason, ""), roll},
