@@ -43,7 +43,7 @@ type fakeWorkload struct {
 	roll   map[string]bool   // roll pending: the spec's image differs from the running one
 	image  map[string]string // image the node's server "runs"
 	gen    map[string]int64  // generation last reported
-	empty  map[string]bool // the next restart loses /data
+	empty  map[string]bool   // the next restart loses /data
 	cancel context.CancelFunc
 	done   chan struct{}
 
