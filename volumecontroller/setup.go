@@ -111,7 +111,7 @@ func classChanged() predicate.Funcs {
 				return true
 			}
 			return allowsExpansion(o) != allowsExpansion(n) || bindsOnFirstConsumer(o) != bindsOnFirstConsumer(n) ||
-				defaultClass([]storagev1.StorageClass{*o}) != nil != (defaultClass([]storagev1.StorageClass{*n}) != nil)
+				isDefaultClass(o) != isDefaultClass(n)
 		},
 	}
 }

@@ -72,7 +72,7 @@ func defaultClass(classes []storagev1.StorageClass) *storagev1.StorageClass {
 	var best *storagev1.StorageClass
 	for i := range classes {
 		sc := &classes[i]
-		if sc.Annotations[annotationDefaultClass] != "true" && sc.Annotations[annotationDefaultClassBeta] != "true" {
+		if !isDefaultClass(sc) {
 			continue
 		}
 		if best == nil || sc.CreationTimestamp.After(best.CreationTimestamp.Time) ||
@@ -81,6 +81,11 @@ func defaultClass(classes []storagev1.StorageClass) *storagev1.StorageClass {
 		}
 	}
 	return best
+}
+
+// isDefaultClass tells whether a class is annotated as the cluster default.
+func isDefaultClass(sc *storagev1.StorageClass) bool {
+	return sc.Annotations[annotationDefaultClass] == "true" || sc.Annotations[annotationDefaultClassBeta] == "true"
 }
 
 // bindsOnFirstConsumer tells whether a class delays binding until a pod uses the claim.
