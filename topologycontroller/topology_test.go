@@ -11,6 +11,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -441,3 +442,55 @@ var _ = Describe("Topology controller", func() {
 		Expect(readKeys(f, pw, 10000)).To(Equal(10000))
 	})
 })
+
+var _ = Describe("Nodes without a live cluster", func() {
+	It("reports Drained=True ClusterDeleting when the cluster is gone and NotInCluster for a lone node", func() {
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newCluster(ns, "gone", 1, 0)
+		pw := clusterPassword(ns, "gone")
+		Eventually(clusterReady(ns, "gone"), formTimeout).Should(Succeed())
+		Expect(pw).NotTo(BeEmpty())
+
+		name := valkeyv1.NodeName("gone", 0, 0)
+		n := getNode(ns, name)
+		controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer) // the volume controller's
+		Expect(k8s.Update(context.Background(), n)).To(Succeed())
+		Expect(k8s.Delete(context.Background(), getCluster(ns, "gone"))).To(Succeed())
+		// Envtest has no garbage collector: delete the owned node as it would.
+		Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
+		Eventually(func(g Gomega) {
+			n := &valkeyv1.ValkeyNode{}
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, n)
+			if err == nil {
+				c := status.Get(n.Status.Conditions, valkeyv1.ConditionDrained)
+				g.Expect(c).NotTo(BeNil())
+				g.Expect(c.Reason).To(Equal(valkeyv1.ReasonClusterDeleting))
+			}
+			// The fake removes the finalizer once Drained=True: then the node is gone.
+			g.Expect(apierrors.IsNotFound(err)).To(BeTrue())
+		}, 30*time.Second).Should(Succeed())
+
+		lone := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "lone", Namespace: ns}}
+		Expect(k8s.Create(context.Background(), lone)).To(Succeed())
+		Eventually(func(g Gomega) {
+			n := getNode(ns, "lone")
+			c := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(valkeyv1.ReasonNotInCluster))
+		}, 30*time.Second).Should(Succeed())
+		Expect(k8s.Update(context.Background(), getNodeWithFinalizer(ns, "lone"))).To(Succeed())
+		Expect(k8s.Delete(context.Background(), getNode(ns, "lone"))).To(Succeed())
+		Eventually(func() bool {
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "lone"}, &valkeyv1.ValkeyNode{})
+			return apierrors.IsNotFound(err)
+		}, 30*time.Second).Should(BeTrue(), "Drained=True NotInCluster lets the finalizer go")
+	})
+})
+
+func getNodeWithFinalizer(ns, name string) *valkeyv1.ValkeyNode {
+	n := getNode(ns, name)
+	controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer)
+	return n
+}
