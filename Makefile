@@ -103,3 +103,46 @@ cluster-status: ## Daemons, node and memory of the local cluster.
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke suite against the local cluster (make cluster-up first).
 	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/smoke -count=1 -v -timeout 15m
+
+##@ Deploy
+
+KUBECTL ?= kubectl
+DEPLOY_DIR ?= deploy/default
+SAMPLE ?= deploy/samples/valkeycluster.yaml
+SAMPLE_NAMESPACE ?= default
+LOCAL_KUBECONFIG = $(E2E_KUBECONFIG)
+
+.PHONY: deploy
+deploy: ## Install the operator (DEPLOY_DIR, default deploy/default) into the cluster of KUBECONFIG, apply SAMPLE and wait until it is Ready.
+	$(KUBECTL) apply --server-side --force-conflicts -k $(DEPLOY_DIR)
+	$(KUBECTL) wait --for=condition=Established --timeout=60s crd/valkeyclusters.valkey.io crd/valkeynodes.valkey.io
+	$(KUBECTL) -n valkey-system rollout status deployment --timeout=180s
+	$(KUBECTL) -n $(SAMPLE_NAMESPACE) apply -f $(SAMPLE)
+	@name=$$($(KUBECTL) -n $(SAMPLE_NAMESPACE) get -f $(SAMPLE) -o jsonpath='{.metadata.name}'); \
+	 start=$$(date +%s); \
+	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) wait --for=condition=Ready --timeout=15m valkeycluster/$$name; \
+	 echo "ValkeyCluster $$name Ready in $$(($$(date +%s) - start))s"; \
+	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) get valkeycluster,valkeynode,pvc; \
+	 echo; echo "Reach it from a pod of the cluster (or from this host on the local cluster):"; \
+	 echo "  kubectl -n $(SAMPLE_NAMESPACE) get valkeynode -o custom-columns=NODE:.metadata.name,IP:.status.workload.podIP,ROLE:.status.topology.role"; \
+	 echo "  password: kubectl -n $(SAMPLE_NAMESPACE) get secret $$name-auth -o jsonpath='{.data.password}' | base64 -d"; \
+	 echo "  valkey-cli -c -h <IP> -a <password>"
+
+.PHONY: undeploy
+undeploy: ## Remove the operator (ValkeyClusters and retained claims stay unless deleted first).
+	$(KUBECTL) delete --ignore-not-found -k $(DEPLOY_DIR)
+
+.PHONY: run-local
+run-local: ## One command: local cluster up, images built and imported, operator deployed, sample cluster Ready.
+	$(MAKE) cluster-up
+	$(MAKE) images
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(MAKE) deploy DEPLOY_DIR=deploy/local SAMPLE=deploy/samples/valkeycluster-local.yaml
+	@echo "kubectl: export KUBECONFIG=$(LOCAL_KUBECONFIG)"
+
+.PHONY: e2e
+e2e: ## End-to-end suite against the operator deployed by kustomize on the local cluster (cluster-up first).
+	$(MAKE) images
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k deploy/local
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout restart deployment
+	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout status deployment --timeout=180s
+	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v
