@@ -102,7 +102,12 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 			continue
 		}
 		if !m.self.primary() && m.self.PrimaryID == p.id() {
-			continue
+			// Following the right ID, but the replication link may still point at the
+			// primary's old address (a primary that came back at a new IP with its
+			// nodes.conf): REPLICATE again re-points it.
+			if host, port := m.repl["master_host"], m.repl["master_port"]; host == "" || net.JoinHostPort(host, port) == p.addr || m.linkUp() {
+				continue
+			}
 		}
 		if m.self.primary() && m.self.slotCount() > 0 {
 			continue // a primary with slots is never demoted here; rolls and drains fail over

@@ -50,7 +50,16 @@ func clusterReady(ns, name string) func() error {
 		vc := getCluster(ns, name)
 		c := status.Get(vc.Status.Conditions, valkeyv1.ConditionReady)
 		if c == nil || c.Status != metav1.ConditionTrue || vc.Status.ObservedGeneration != vc.Generation {
-			return errorf("not ready: %+v", c)
+			var nodes []string
+			for _, n := range listNodes(ns) {
+				j := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined)
+				w := status.Get(n.Status.Conditions, valkeyv1.ConditionWorkloadReady)
+				if j != nil && w != nil {
+					nodes = append(nodes, fmt.Sprintf("%s joined=%s/%s(%s) workload=%s", n.Name, j.Status, j.Reason, j.Message, w.Status))
+				}
+			}
+			p := status.Get(vc.Status.Conditions, valkeyv1.ConditionProgressing)
+			return errorf("not ready: %+v; progressing: %+v; nodes: %s", c, p, strings.Join(nodes, ", "))
 		}
 		return nil
 	}

@@ -384,6 +384,13 @@ func checkHealthy(f *fakeWorkload, pw string, shards, replicas int) error {
 				return fmt.Errorf("%s has an open slot migration", a)
 			}
 		}
+		info, err := cmd(a, pw, "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		if strings.Contains(info, "role:slave") && !strings.Contains(info, "master_link_status:up") {
+			return fmt.Errorf("replica %s: replication link down", a)
+		}
 	}
 	lines, err := clusterNodes(addrs[0], pw)
 	if err != nil {
