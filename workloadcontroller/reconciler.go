@@ -25,7 +25,7 @@ const (
 	EventRollApplied   = "RollApplied"
 	EventRollCompleted = "RollCompleted"
 	EventInvalidConfig = "InvalidConfig"
-	EventSkipDrain     = "SkipDrain"
+	EventSkipDrain     = "DrainSkipped"
 	EventDeleted       = "WorkloadDeleted"
 )
 
@@ -157,8 +157,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	res := result{workload: observedWorkload(cur, cur.existingKind())}
 	want, err := buildDesired(node, r.Options)
 	if err != nil {
-		var ce *ConfigError
-		if !errors.As(err, &ce) {
+		ce := asConfigError(err)
+		if ce == nil {
 			return res, err
 		}
 		return r.invalidConfig(node, cur, ce), nil

@@ -85,8 +85,6 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 
 // SetupWithManager registers the controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
@@ -95,7 +93,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(Name),
+		Recorder: mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
 		Options:  opts.withDefaults(),
 		Status:   status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerWorkload},
 	}

@@ -1,0 +1,282 @@
+// Package valkeyconf renders valkey.conf for a ValkeyNode: the operator's own settings, the
+// persistence settings, and the user's keys, with nothing a user writes able to add a
+// directive or override an owned one. It depends on the standard library only, so that its
+// fuzz target builds fast.
+package valkeyconf
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+	"unicode/utf8"
+)
+
+// Ports the rendered config listens on.
+const (
+	ClientPort = 6379
+	BusPort    = 16379
+)
+
+// DefaultSavePoints are the RDB save rules used with persistence when none are given.
+var DefaultSavePoints = []string{"3600 1", "300 100", "60 10000"}
+
+// Params is what the config is rendered from.
+type Params struct {
+	// DataDir holds RDB, AOF and nodes.conf (/data in the pod).
+	DataDir string
+	// Persistence is on: RDB and/or AOF as below. Off: no RDB, no AOF.
+	Persistence bool
+	// RDB snapshots (with persistence), with SavePoints ("<seconds> <changes>") or the
+	// defaults.
+	RDB        bool
+	SavePoints []string
+	// AOF (with persistence) with its appendfsync policy (default everysec).
+	AOF   bool
+	Fsync string
+	// Config is the user's spec.config.
+	Config map[string]string
+}
+
+// ConfigError names the user config key (or spec field) that cannot be rendered, and why.
+type ConfigError struct {
+	Key    string
+	Reason string
+}
+
+func (e *ConfigError) Error() string {
+	return fmt.Sprintf("config key %q refused: %s", e.Key, e.Reason)
+}
+
+// ownedKeys are directives the operator sets (or forbids) itself; spec.config may not name
+// them. The value says why.
+var ownedKeys = map[string]string{
+	"dir":                             "the data directory is owned by the operator (/data)",
+	"dbfilename":                      "the RDB file name is owned by the operator",
+	"appendfilename":                  "the AOF file name is owned by the operator",
+	"appenddirname":                   "the AOF directory is owned by the operator",
+	"cluster-enabled":                 "cluster mode is always on",
+	"cluster-config-file":             "nodes.conf lives in the data directory",
+	"cluster-port":                    "the cluster bus port is owned by the operator",
+	"cluster-preferred-endpoint-type": "the topology controller relies on IP endpoints",
+	"port":                            "the client port is owned by the operator",
+	"tls-port":                        "ports are owned by the operator",
+	"bind":                            "the listen addresses are owned by the operator",
+	"bind-source-addr":                "the source address is owned by the operator",
+	"requirepass":                     "the password comes from spec.passwordSecret",
+	"masterauth":                      "the password comes from spec.passwordSecret",
+	"primaryauth":                     "the password comes from spec.passwordSecret",
+	"masteruser":                      "the replication user is owned by the operator",
+	"primaryuser":                     "the replication user is owned by the operator",
+	"user":                            "ACL users are owned by the operator (the password comes from spec.passwordSecret)",
+	"aclfile":                         "ACL files are not supported",
+	"include":                         "includes are not supported",
+	"loadmodule":                      "modules are not supported",
+	"daemonize":                       "the server runs in the foreground",
+	"pidfile":                         "the pid file is owned by the operator",
+	"logfile":                         "the server logs to stdout",
+	"protected-mode":                  "the password protects the server",
+	"replicaof":                       "replication is managed by the topology controller",
+	"slaveof":                         "replication is managed by the topology controller",
+	"rename-command":                  "commands cannot be renamed",
+	"enable-debug-command":            "the DEBUG command stays disabled",
+	"enable-module-command":           "the MODULE command stays disabled",
+	"enable-protected-configs":        "protected configs (dir...) cannot be changed at runtime",
+	"save":                            "set spec.persistence.rdb instead",
+	"appendonly":                      "set spec.persistence.aof.enabled instead",
+	"appendfsync":                     "set spec.persistence.aof.fsync instead",
+	"shutdown-on-sigterm":             "the server saves on SIGTERM with persistence",
+	"shutdown-on-sigint":              "the server saves on shutdown with persistence",
+}
+
+// ownedPrefixes are families of owned directives (announce settings, unix sockets).
+var ownedPrefixes = map[string]string{
+	"cluster-announce-": "announce settings are owned by the operator (the pod IP)",
+	"replica-announce-": "announce settings are owned by the operator (the pod IP)",
+	"slave-announce-":   "announce settings are owned by the operator (the pod IP)",
+	"unixsocket":        "unix sockets are not supported",
+}
+
+// Owned tells why a (lower-case) key is owned by the operator, "" when users may set it.
+func Owned(key string) string {
+	if r, ok := ownedKeys[key]; ok {
+		return r
+	}
+	for p, r := range ownedPrefixes {
+		if strings.HasPrefix(key, p) {
+			return r
+		}
+	}
+	return ""
+}
+
+var (
+	keyPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	savePointPattern = regexp.MustCompile(`^[0-9]+ [0-9]+$`)
+)
+
+// Directive is one valkey.conf line: a lower-case key and its arguments.
+type Directive struct {
+	Key  string
+	Args []string
+}
+
+// Render renders valkey.conf. It refuses (with a *ConfigError) any user key the operator
+// owns, any key that is not a plain directive name, and any value with a control
+// character or invalid UTF-8.
+func Render(p Params) (string, error) {
+	user, err := userDirectives(p.Config)
+	if err != nil {
+		return "", err
+	}
+	owned, err := ownedDirectives(p)
+	if err != nil {
+		return "", err
+	}
+	defaults := []Directive{
+		// A backlog that covers a replica's restart lets it resync partially.
+		{"repl-backlog-size", []string{"64mb"}},
+	}
+	overridden := map[string]bool{}
+	for _, d := range user {
+		overridden[d.Key] = true
+	}
+
+	var b strings.Builder
+	b.WriteString("# valkey.conf rendered by the valkey operator from the ValkeyNode spec. Do not edit.\n")
+	b.WriteString("# Operator-owned settings:\n")
+	for _, d := range owned {
+		write(&b, d)
+	}
+	b.WriteString("# Defaults (spec.config may override them):\n")
+	for _, d := range defaults {
+		if !overridden[d.Key] {
+			write(&b, d)
+		}
+	}
+	if len(user) > 0 {
+		b.WriteString("# spec.config:\n")
+	}
+	for _, d := range user {
+		write(&b, d)
+	}
+	return b.String(), nil
+}
+
+// userDirectives validates and normalises spec.config, sorted by key.
+func userDirectives(config map[string]string) ([]Directive, error) {
+	keys := make([]string, 0, len(config))
+	for k := range config {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	seen := map[string]string{}
+	out := make([]Directive, 0, len(keys))
+	for _, k := range keys {
+		v := config[k]
+		norm := strings.ToLower(k)
+		switch {
+		case k == "":
+			return nil, &ConfigError{Key: k, Reason: "empty key"}
+		case !keyPattern.MatchString(norm):
+			return nil, &ConfigError{Key: k, Reason: "a key is a directive name made of letters, digits and dashes"}
+		case seen[norm] != "":
+			return nil, &ConfigError{Key: k, Reason: fmt.Sprintf("same directive as %q (keys are case-insensitive)", seen[norm])}
+		}
+		if r := Owned(norm); r != "" {
+			return nil, &ConfigError{Key: k, Reason: "owned by the operator: " + r}
+		}
+		if bad := unsafeValue(v); bad != "" {
+			return nil, &ConfigError{Key: k, Reason: "the value " + bad}
+		}
+		seen[norm] = k
+		out = append(out, Directive{Key: norm, Args: []string{v}})
+	}
+	return out, nil
+}
+
+// unsafeValue says why a value cannot be rendered, "" when it can.
+func unsafeValue(v string) string {
+	if !utf8.ValidString(v) {
+		return "is not valid UTF-8"
+	}
+	for _, r := range v {
+		if r < 0x20 || r == 0x7f || (r >= 0x80 && r < 0xa0) {
+			return fmt.Sprintf("contains the control character %U (newlines and control characters are refused)", r)
+		}
+	}
+	return ""
+}
+
+// ownedDirectives are the settings the operator always renders, persistence included.
+func ownedDirectives(p Params) ([]Directive, error) {
+	one := func(k, v string) Directive { return Directive{k, []string{v}} }
+	d := []Directive{
+		one("port", fmt.Sprint(ClientPort)),
+		one("bind", "* -::*"),
+		one("protected-mode", "no"),
+		one("daemonize", "no"),
+		one("logfile", ""),
+		one("cluster-enabled", "yes"),
+		one("cluster-port", fmt.Sprint(BusPort)),
+		one("cluster-config-file", p.DataDir+"/nodes.conf"),
+		one("dir", p.DataDir),
+		one("dbfilename", "dump.rdb"),
+		one("appenddirname", "appendonlydir"),
+		one("appendfilename", "appendonly.aof"),
+		one("enable-protected-configs", "no"),
+		one("enable-debug-command", "no"),
+		one("enable-module-command", "no"),
+	}
+	save, shutdown := "", "default"
+	if p.Persistence && p.RDB {
+		points := DefaultSavePoints
+		if len(p.SavePoints) > 0 {
+			points = p.SavePoints
+		}
+		for _, sp := range points {
+			if !savePointPattern.MatchString(sp) {
+				return nil, &ConfigError{Key: "persistence.rdb.savePoints", Reason: fmt.Sprintf("%q is not \"<seconds> <changes>\"", sp)}
+			}
+		}
+		save = strings.Join(points, " ")
+		// Snapshot on SIGTERM so that a restarted replica reloads its replication ID and
+		// offset and resyncs partially.
+		shutdown = "save"
+	}
+	d = append(d, one("save", save), one("shutdown-on-sigterm", shutdown))
+	if p.Persistence && p.AOF {
+		fsync := p.Fsync
+		if fsync == "" {
+			fsync = "everysec"
+		}
+		switch fsync {
+		case "always", "everysec", "no":
+		default:
+			return nil, &ConfigError{Key: "persistence.aof.fsync", Reason: fmt.Sprintf("%q is not always, everysec or no", fsync)}
+		}
+		d = append(d, one("appendonly", "yes"), one("appendfsync", fsync))
+	} else {
+		d = append(d, one("appendonly", "no"))
+	}
+	return d, nil
+}
+
+// write writes one line: the key and each argument double-quoted. Inside double quotes
+// valkey's parser only gives meaning to backslash escapes and the closing quote, so
+// escaping both keeps any value one argument of one line (control characters never reach
+// here).
+func write(b *strings.Builder, d Directive) {
+	b.WriteString(d.Key)
+	for _, a := range d.Args {
+		b.WriteString(` "`)
+		for _, r := range a {
+			if r == '\\' || r == '"' {
+				b.WriteByte('\\')
+			}
+			b.WriteRune(r)
+		}
+		b.WriteByte('"')
+	}
+	b.WriteByte('\n')
+}

@@ -1,0 +1,174 @@
+package valkeyconf
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestSplitArgsMatchesValkey(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want []string
+		ok   bool
+	}{
+		{`set "a b" c`, []string{"set", "a b", "c"}, true},
+		{`k "a\"b\\c"`, []string{"k", `a"b\c`}, true},
+		{`k "\x41\n"`, []string{"k", "A\n"}, true},
+		{`k 'it\'s'`, []string{"k", "it's"}, true},
+		{`k "a"b`, nil, false},
+		{`k "open`, nil, false},
+		{`k ""`, []string{"k", ""}, true},
+	} {
+		got, ok := SplitArgs(tc.line)
+		if ok != tc.ok || strings.Join(got, "|") != strings.Join(tc.want, "|") {
+			t.Errorf("SplitArgs(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestRenderUserKeys(t *testing.T) {
+	want := map[string]string{
+		"maxmemory":                  "1gb",
+		"maxmemory-policy":           "allkeys-lru",
+		"repl-backlog-size":          "256mb",
+		"client-output-buffer-limit": "replica 512mb 128mb 60",
+		"proc-title-template":        `{title} "quoted" \x41 'single'`,
+	}
+	conf, err := Render(Params{DataDir: "/data", Config: map[string]string{
+		"maxmemory":                  "1gb",
+		"Maxmemory-Policy":           "allkeys-lru",
+		"repl-backlog-size":          "256mb",
+		"client-output-buffer-limit": "replica 512mb 128mb 60",
+		"proc-title-template":        `{title} "quoted" \x41 'single'`,
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, err := Parse(conf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, d := range ds {
+		seen[d.Key]++
+		if v, ok := want[d.Key]; ok && (len(d.Args) != 1 || d.Args[0] != v) {
+			t.Errorf("%s = %q, want exactly [%q]", d.Key, d.Args, v)
+		}
+	}
+	for k := range want {
+		if seen[k] != 1 {
+			t.Errorf("%s rendered %d times, want once:\n%s", k, seen[k], conf)
+		}
+	}
+}
+
+func TestRenderRefuses(t *testing.T) {
+	for _, tc := range []struct {
+		key, value, wantKey string
+	}{
+		{"dir", "/tmp", "dir"},
+		{"DIR", "/tmp", "DIR"},
+		{"dbfilename", "x.rdb", "dbfilename"},
+		{"cluster-config-file", "/tmp/n.conf", "cluster-config-file"},
+		{"cluster-enabled", "no", "cluster-enabled"},
+		{"cluster-announce-ip", "1.2.3.4", "cluster-announce-ip"},
+		{"cluster-announce-bus-port", "1", "cluster-announce-bus-port"},
+		{"replica-announce-ip", "1.2.3.4", "replica-announce-ip"},
+		{"port", "7000", "port"},
+		{"bind", "127.0.0.1", "bind"},
+		{"requirepass", "x", "requirepass"},
+		{"masterauth", "x", "masterauth"},
+		{"primaryauth", "x", "primaryauth"},
+		{"user", "default on nopass ~* +@all", "user"},
+		{"include", "/etc/passwd", "include"},
+		{"loadmodule", "/x.so", "loadmodule"},
+		{"rename-command", "FLUSHALL x", "rename-command"},
+		{"enable-protected-configs", "yes", "enable-protected-configs"},
+		{"replicaof", "1.2.3.4 6379", "replicaof"},
+		{"slaveof", "1.2.3.4 6379", "slaveof"},
+		{"unixsocket", "/tmp/s", "unixsocket"},
+		{"unixsocketperm", "777", "unixsocketperm"},
+		{"appendonly", "yes", "appendonly"},
+		{"save", "1 1", "save"},
+		{"logfile", "/data/x", "logfile"},
+		{"", "x", ""},
+		{"max memory", "1", "max memory"},
+		{"maxmemory\nbind", "1", "maxmemory\nbind"},
+		{"-x", "1", "-x"},
+		{"maxmemory", "1gb\ndir /tmp", "maxmemory"},
+		{"maxmemory", "1gb\rdir /tmp", "maxmemory"},
+		{"maxmemory", "1gb\x00", "maxmemory"},
+		{"maxmemory", "a\tb", "maxmemory"},
+		{"maxmemory", "\x7f", "maxmemory"},
+		{"maxmemory", "\u0085", "maxmemory"},
+		{"maxmemory", "\xff", "maxmemory"},
+	} {
+		_, err := Render(Params{DataDir: "/data", Config: map[string]string{tc.key: tc.value}})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != tc.wantKey {
+			t.Errorf("config {%q: %q}: err %v, want a ConfigError naming %q", tc.key, tc.value, err, tc.wantKey)
+		}
+	}
+	_, err := Render(Params{DataDir: "/data", Config: map[string]string{"maxmemory": "1", "MAXMEMORY": "2"}})
+	if err == nil || !strings.Contains(err.Error(), "case-insensitive") {
+		t.Errorf("duplicate keys differing in case: err %v, want a refusal", err)
+	}
+}
+
+// FuzzRenderConfig checks that no user config adds a directive, overrides an owned one, or
+// loses its value: whatever is accepted renders as exactly one directive per user key, with
+// the user's value as its only argument, beside the operator's own lines, unchanged.
+func FuzzRenderConfig(f *testing.F) {
+	f.Add("maxmemory", "1gb", "proc-title-template", "{title}", false)
+	f.Add("maxmemory", "1gb\ndir /tmp", "x", "", true)
+	f.Add("syslog-ident", `a" dir "/tmp`, "repl-backlog-size", `\"\\x0a`, true)
+	f.Add("DIR", "/tmp", "cluster-announce-ip", "1.1.1.1", false)
+	f.Add("k", `'q' "r" \`, "K", "v", true)
+	f.Add("a", "\u2028dir /tmp", "b", "é\u0085", false)
+	f.Fuzz(func(t *testing.T, k1, v1, k2, v2 string, persist bool) {
+		p := Params{DataDir: "/data", Persistence: persist, RDB: true, AOF: persist}
+		base, err := Render(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Config = map[string]string{k1: v1, k2: v2}
+		conf, err := Render(p)
+		if err != nil {
+			var ce *ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("error is not a ConfigError: %v", err)
+			}
+			return
+		}
+		got, err := Parse(conf)
+		if err != nil {
+			t.Fatalf("rendered config does not parse: %v\n%s", err, conf)
+		}
+		baseDirectives, _ := Parse(base)
+		want := map[string]string{}
+		for _, d := range baseDirectives {
+			want[d.Key] = d.Args[0]
+		}
+		for k, v := range p.Config {
+			norm := strings.ToLower(k)
+			if _, owned := ownedKeys[norm]; owned || Owned(norm) != "" {
+				t.Fatalf("owned key %q accepted", k)
+			}
+			want[norm] = v // a new key, or a default it overrides
+		}
+		if len(got) != len(want) {
+			t.Fatalf("%d directives, want %d:\n%s", len(got), len(want), conf)
+		}
+		for _, d := range got {
+			v, ok := want[d.Key]
+			if !ok {
+				t.Fatalf("extra directive %q:\n%s", d.Key, conf)
+			}
+			if len(d.Args) != 1 || d.Args[0] != v {
+				t.Fatalf("directive %s has arguments %q, want [%q]:\n%s", d.Key, d.Args, v, conf)
+			}
+			delete(want, d.Key)
+		}
+	})
+}
