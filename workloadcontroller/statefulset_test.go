@@ -1,0 +1,111 @@
+package workloadcontroller
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+func baseNode() *valkeyv1.ValkeyNode {
+	return &valkeyv1.ValkeyNode{
+		Spec: valkeyv1.ValkeyNodeSpec{
+			ClusterName: "c", Image: "valkey/valkey:8.1",
+			Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")},
+		},
+	}
+}
+
+func TestTemplateHash(t *testing.T) {
+	base, err := buildDesired(withName(baseNode()), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*valkeyv1.ValkeyNode)
+		rolls  bool
+	}{
+		{"nothing", func(*valkeyv1.ValkeyNode) {}, false},
+		{"volume size", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("10Gi") }, false},
+		{"reclaim policy", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.ReclaimPolicy = valkeyv1.ReclaimDelete }, false},
+		{"image", func(n *valkeyv1.ValkeyNode) { n.Spec.Image = "valkey/valkey:9.0" }, true},
+		{"config", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1gb"} }, true},
+		{"AOF", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.AOF = &valkeyv1.AOFSpec{Enabled: true} }, true},
+		{"no persistence", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence = nil }, true},
+		{"password", func(n *valkeyv1.ValkeyNode) { n.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "s"} }, true},
+		{"resources", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
+		}, true},
+		{"workload kind", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Persistence = nil
+			n.Spec.WorkloadType = valkeyv1.WorkloadDeployment
+		}, true},
+	} {
+		n := withName(baseNode())
+		tc.change(n)
+		d, err := buildDesired(n, Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if rolled := d.hash != base.hash; rolled != tc.rolls {
+			t.Errorf("%s: hash changed = %v, want %v", tc.name, rolled, tc.rolls)
+		}
+		if d.template.Annotations[AnnotationTemplateHash] != d.hash {
+			t.Errorf("%s: the pod template does not carry its hash", tc.name)
+		}
+	}
+	// The kind alone changes the hash.
+	st, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{Image: "i"}}), Options{})
+	dp, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{Image: "i", WorkloadType: valkeyv1.WorkloadDeployment}}), Options{})
+	if st.hash == dp.hash {
+		t.Error("StatefulSet and Deployment of the same template have the same hash")
+	}
+}
+
+func withName(n *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
+	n.Name, n.Namespace = "c-0-0", "ns"
+	return n
+}
+
+func TestPodTemplate(t *testing.T) {
+	n := withName(baseNode())
+	n.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "c-auth", Key: "pw"}
+	tmpl := podTemplate(n, Options{TerminationGracePeriodSeconds: 120, RunAsUser: 999})
+	spec := tmpl.Spec
+	c := spec.Containers[0]
+	checks := []struct {
+		what string
+		ok   bool
+	}{
+		{"one container named valkey", len(spec.Containers) == 1 && c.Name == "valkey"},
+		{"claim valkey-c-0-0-data", spec.Volumes[0].PersistentVolumeClaim != nil && spec.Volumes[0].PersistentVolumeClaim.ClaimName == "valkey-c-0-0-data"},
+		{"config from valkey-c-0-0-config", spec.Volumes[1].ConfigMap != nil && spec.Volumes[1].ConfigMap.Name == "valkey-c-0-0-config"},
+		{"config mounted read-only", c.VolumeMounts[1].MountPath == "/etc/valkey" && c.VolumeMounts[1].ReadOnly},
+		{"grace period from options", *spec.TerminationGracePeriodSeconds == 120},
+		{"uid, gid, fsGroup from options", *spec.SecurityContext.RunAsUser == 999 && *spec.SecurityContext.RunAsGroup == 999 && *spec.SecurityContext.FSGroup == 999},
+		{"non-root", *spec.SecurityContext.RunAsNonRoot && *c.SecurityContext.RunAsNonRoot},
+		{"read-only root", *c.SecurityContext.ReadOnlyRootFilesystem},
+		{"no privilege escalation", !*c.SecurityContext.AllowPrivilegeEscalation},
+		{"all capabilities dropped", len(c.SecurityContext.Capabilities.Drop) == 1 && c.SecurityContext.Capabilities.Drop[0] == "ALL"},
+		{"RuntimeDefault seccomp", spec.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
+		{"no service account token", !*spec.AutomountServiceAccountToken},
+		{"IfNotPresent", c.ImagePullPolicy == corev1.PullIfNotPresent},
+		{"password key from the ref", c.Env[1].ValueFrom.SecretKeyRef.Key == "pw" && c.Env[1].ValueFrom.SecretKeyRef.Name == "c-auth"},
+		{"readiness fails on error replies", len(c.ReadinessProbe.Exec.Command) == 5 && c.ReadinessProbe.Exec.Command[1] == "-e"},
+		{"liveness tolerates error replies", c.LivenessProbe.Exec.Command[1] != "-e"},
+		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
+		{"node labels", tmpl.Labels[valkeyv1.LabelCluster] == "c" && tmpl.Labels[valkeyv1.LabelNode] == "c-0-0"},
+	}
+	for _, ch := range checks {
+		if !ch.ok {
+			t.Errorf("pod template: want %s", ch.what)
+		}
+	}
+	n.Spec.Persistence = nil
+	if v := podTemplate(n, Options{}).Spec.Volumes[0]; v.EmptyDir == nil || v.PersistentVolumeClaim != nil {
+		t.Errorf("without persistence /data is %+v, want an emptyDir", v.VolumeSource)
+	}
+}
