@@ -96,6 +96,23 @@ stop() {
 	rm -f "$L/run/$name.pid" "$L/run/$name.bin"
 }
 
+# stop_all NAME...: stop several daemons at once (TERM to all, wait, KILL the rest).
+stop_all() {
+	local name p pids=()
+	for name in "$@"; do
+		p="$(pid_of "$name")" && kill "$p" 2>/dev/null && pids+=("$p")
+		rm -f "$L/run/$name.pid" "$L/run/$name.bin"
+	done
+	for _ in $(seq 1 100); do
+		local alive=0
+		for p in "${pids[@]}"; do [ -d "/proc/$p" ] && alive=1; done
+		[ "$alive" = 0 ] && break
+		sleep 0.1
+	done
+	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
+	log "stopped $* (pids ${pids[*]})"
+}
+
 # wait_until SECONDS WHAT COMMAND...: poll a command until it succeeds.
 wait_until() {
 	local secs="$1" what="$2"
@@ -381,16 +398,14 @@ down() {
 	for p in $(grep -lsF -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
 		kill -9 "$p" 2>/dev/null && log "killed leftover shim $p" || true
 	done
-	stop kube-scheduler
-	stop kube-controller-manager
-	stop kube-apiserver
-	stop etcd
+	stop_all kube-scheduler kube-controller-manager kube-apiserver etcd
 	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first.
 	local m
 	for _ in 1 2 3; do
 		{ awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" || true; } | sort -r |
 			while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 	done
+	log "unmounted"
 	# Network namespaces made for pods (those that were not there before).
 	local n
 	for n in /run/netns/cni-*; do
@@ -408,7 +423,9 @@ down() {
 		ip link del "$n" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
+	log "network devices removed"
 	iptables_cleanup
+	log "iptables cleaned"
 	if [ -f "$L/run/sysctl.saved" ]; then
 		sysctl -q -p "$L/run/sysctl.saved" >/dev/null 2>&1 || true
 		rm -f "$L/run/sysctl.saved" "$L/run/netns.before"
@@ -421,6 +438,7 @@ down() {
 	# State: everything but the PKI, the helper binaries and the logs.
 	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
 	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
+	log "state removed"
 	leftovers >/dev/null || { leftovers; die "cluster down, but the above is left behind"; }
 	log "cluster down, nothing left behind"
 }
@@ -475,11 +493,13 @@ leftovers() {
 		found=1
 		printf '%s:\n%s\n' "$1" "$2"
 	}
-	local d c
+	# "[x]rest" matches the path but not this grep's own command line.
+	local p c pat="[${L:0:1}]${L:1}|[${RUNDIR:0:1}]${RUNDIR:1}"
 	out=""
-	for d in /proc/[0-9]*; do
-		c="$( { tr '\0' ' ' <"$d/cmdline"; } 2>/dev/null)" || continue
-		case "$c" in *cluster.sh*) continue ;; *"$L"* | *"$RUNDIR"*) out+="${d#/proc/} ${c:0:160}"$'\n' ;; esac
+	for p in $(grep -lsE -- "$pat" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+		c="$( { tr '\0' ' ' <"/proc/$p/cmdline"; } 2>/dev/null)" || continue
+		case "$c" in *cluster.sh*) continue ;; esac
+		out+="$p ${c:0:160}"$'\n'
 	done
 	report "processes" "$out"
 	report "mounts" "$(grep -E "$L|$RUNDIR|/run/netns/cni-" /proc/mounts || true)"
