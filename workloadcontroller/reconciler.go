@@ -175,7 +175,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 					node.Generation, valkeyv1.ClaimName(node.Name)))
 			return res, nil
 		}
-		if err := r.applyDesired(ctx, node, cur, want); err != nil {
+		if err := r.applyDesired(ctx, node, cur, want, ""); err != nil {
 			res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error())
 			return res, err
 		}
@@ -213,14 +213,19 @@ func (r *Reconciler) invalidConfig(node *valkeyv1.ValkeyNode, cur *current, ce *
 }
 
 // applyDesired writes the ConfigMap and the workload of the desired kind, and deletes a
-// workload of the other kind (after a workloadType change). cur is updated in place.
-func (r *Reconciler) applyDesired(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired) error {
+// workload of the other kind (after a workloadType change). rollFrom, when not empty, is
+// the hash of the template being replaced: it is recorded on the workload
+// (AnnotationRollFrom) until a Ready pod runs the new template. cur is updated in place.
+func (r *Reconciler) applyDesired(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired, rollFrom string) error {
 	if err := r.ensureConfigMap(ctx, node, cur, want.config); err != nil {
 		return err
 	}
 	switch want.kind {
 	case valkeyv1.WorkloadDeployment:
 		obj := buildDeployment(node, want)
+		if rollFrom != "" {
+			obj.Annotations[AnnotationRollFrom] = rollFrom
+		}
 		if cur.deploy == nil {
 			if err := r.Create(ctx, obj); err != nil {
 				return fmt.Errorf("create Deployment %s: %w", obj.Name, err)
@@ -243,6 +248,9 @@ func (r *Reconciler) applyDesired(ctx context.Context, node *valkeyv1.ValkeyNode
 		}
 	default:
 		obj := buildStatefulSet(node, want)
+		if rollFrom != "" {
+			obj.Annotations[AnnotationRollFrom] = rollFrom
+		}
 		if cur.sts == nil {
 			if err := r.Create(ctx, obj); err != nil {
 				return fmt.Errorf("create StatefulSet %s: %w", obj.Name, err)

@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -28,11 +29,20 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 		if err := r.repair(ctx, node, cur, want); err != nil {
 			return status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, err.Error()), err
 		}
-		if wasPending && !podRuns(cur.pod, want.hash) {
-			return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonRolling,
-				fmt.Sprintf("template %s applied; waiting for a Ready pod that runs it", want.hash)), nil
-		}
-		if wasPending {
+		wl := cur.workload(kind)
+		if from := wl.GetAnnotations()[AnnotationRollFrom]; from != "" {
+			if !podRuns(cur.pod, want.hash) {
+				return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonRolling,
+					fmt.Sprintf("template %s applied (replacing %s); waiting for a Ready pod that runs it", want.hash, from)), nil
+			}
+			patch := client.MergeFrom(wl.DeepCopyObject().(client.Object))
+			ann := wl.GetAnnotations()
+			delete(ann, AnnotationRollFrom)
+			wl.SetAnnotations(ann)
+			if err := r.Patch(ctx, wl, patch); err != nil {
+				err = fmt.Errorf("mark the roll of %s %s done: %w", kind, wl.GetName(), err)
+				return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonRolling, err.Error()), err
+			}
 			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventRollCompleted, "Roll",
 				"pod %s runs template %s and is Ready", cur.pod.Name, want.hash)
 		}
@@ -59,7 +69,11 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 				want.hash, applied, node.Generation)), nil
 	}
 
-	if err := r.applyDesired(ctx, node, cur, want); err != nil {
+	from := applied
+	if from == "" {
+		from = "unknown"
+	}
+	if err := r.applyDesired(ctx, node, cur, want, from); err != nil {
 		return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged,
 			fmt.Sprintf("applying template %s: %v", want.hash, err)), err
 	}

@@ -20,6 +20,11 @@ import (
 // workload's tells whether the pod runs the applied template.
 const AnnotationTemplateHash = "valkey.io/template-hash"
 
+// AnnotationRollFrom on a workload records the hash of the template an applied roll
+// replaces; it is removed once a Ready pod runs the new template. It makes "Rolling" a
+// fact of the cluster rather than a memory of the controller.
+const AnnotationRollFrom = "valkey.io/roll-from"
+
 // Volume and container names in the pod.
 const (
 	containerName    = "valkey"
