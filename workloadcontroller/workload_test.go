@@ -306,6 +306,25 @@ var _ = Describe("Rolls", func() {
 		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/UpToDate"))
 	})
 
+	It("a workloadType change replaces the StatefulSet with a Deployment, as a roll", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, nil)
+		oldPod := runningReady(ctx, n, "10.0.3.5")
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.WorkloadType = valkeyv1.WorkloadDeployment })
+		dep := &appsv1.Deployment{}
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "valkey-c-0-0"}, dep)
+		}).Should(Succeed())
+		Eventually(statefulSet(ctx, n)).Should(BeNil())
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/Rolling"))
+		deletePod(ctx, oldPod) // garbage collection of the StatefulSet's pod
+		pod := startPod(ctx, "valkey-c-0-0-5f6d-xyz12", dep, dep.Spec.Template)
+		kubelet(ctx, pod, corev1.PodRunning, true, "10.0.3.6")
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/UpToDate"))
+		Expect(condition(ctx, n, valkeyv1.ConditionWorkloadReady)()).To(Equal("True/Ready"))
+		Expect(workloadStatus(ctx, n)().Kind).To(Equal("Deployment"))
+	})
+
 	It("a volume size increase does not roll", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { inCluster(n); withPersistence(n) })
