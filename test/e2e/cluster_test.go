@@ -204,7 +204,7 @@ var _ = Describe("A cluster on a class that cannot expand", func() {
 		Expect(k8s.Delete(ctx, getCluster(cluster))).To(Succeed())
 		Eventually(func() bool {
 			return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(&pvc), &corev1.PersistentVolumeClaim{}))
-		}).WithTimeout(3 * time.Minute).Should(BeTrue(), "reclaimPolicy Delete removes the claim")
+		}).WithTimeout(3*time.Minute).Should(BeTrue(), "reclaimPolicy Delete removes the claim")
 	})
 })
 
