@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 var _ = Describe("claim per node", func() {
@@ -91,6 +92,24 @@ var _ = Describe("claim per node", func() {
 		Expect(getNode(ctx, node).Finalizers).To(BeEmpty())
 		Expect(k8s.Delete(ctx, node)).To(Succeed())
 		Eventually(gone(ctx, node)).Should(BeTrue())
+	})
+
+	It("creates the claim when persistence is enabled on a running node", func(ctx context.Context) {
+		class := newClass(ctx, "wffc-"+ns, false, storagev1.VolumeBindingWaitForFirstConsumer, nil)
+		node := newNode(ns, "", nil, "")
+		Expect(k8s.Create(ctx, node)).To(Succeed())
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/Ephemeral"))
+
+		Eventually(func() error {
+			cur := getNode(ctx, node)
+			cur.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi"), StorageClassName: &class.Name}
+			return k8s.Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/WaitingForFirstConsumer"))
+		cur := getNode(ctx, node)
+		Expect(status.Get(cur.Status.Conditions, valkeyv1.ConditionVolumeReady).ObservedGeneration).To(Equal(cur.Generation))
+		Expect(cur.Finalizers).To(ContainElement(valkeyv1.PVCProtectionFinalizer))
+		Expect(claimOf(ctx, node)()).NotTo(BeNil())
 	})
 
 	It("waits for a missing StorageClass and picks it up when it appears", func(ctx context.Context) {
