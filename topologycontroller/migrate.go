@@ -3,79 +3,110 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	corev1 "k8s.io/api/core/v1"
 	"net"
 	"sort"
 	"strconv"
-	"strings"
 	"time"
 )
 
-// migrateSlot moves one slot from the primary at src to the primary at dst, key by key:
-// SETSLOT IMPORTING on dst, SETSLOT MIGRATING on src, GETKEYSINSLOT + MIGRATE in batches,
-// then SETSLOT NODE on dst, src and every other member. Every step can be repeated, so a
+// slotsPerBatch is how many slots move together: their SETSLOT and GETKEYSINSLOT commands
+// are pipelined.
+const slotsPerBatch = 64
+
+// migrateSlots moves slots from the primary src to the primary dst, key by key: SETSLOT
+// IMPORTING on dst, SETSLOT MIGRATING on src, GETKEYSINSLOT + MIGRATE in batches, then
+// SETSLOT NODE on dst, src and every other primary. Every step can be repeated, so a
 // migration interrupted at any point (the controller killed) is finished by running it
 // again. This works on Redis 7 and every Valkey.
-func (r *Reconciler) migrateSlot(ctx context.Context, st *clusterState, slot int, src, dst *member) error {
-	s := strconv.Itoa(slot)
-	// What the source said at the start of this round; this round moves each slot once.
-	if ownsSlot(src.self, slot) {
-		if err := st.cs.ok(ctx, dst.addr, "CLUSTER", "SETSLOT", s, "IMPORTING", src.id()); err != nil {
+func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) error {
+	var owned []int
+	for _, slot := range slots {
+		// What the source said at the start of this round; a round moves each slot once.
+		if ownsSlot(src.self, slot) {
+			owned = append(owned, slot)
+		}
+	}
+	if len(owned) > 0 {
+		if _, err := st.cs.multi(ctx, dst.addr, setslot(owned, "IMPORTING", src.id())); err != nil {
 			return err
 		}
-		if err := st.cs.ok(ctx, src.addr, "CLUSTER", "SETSLOT", s, "MIGRATING", dst.id()); err != nil {
+		if _, err := st.cs.multi(ctx, src.addr, setslot(owned, "MIGRATING", dst.id())); err != nil {
 			return err
 		}
-		if err := r.moveKeys(ctx, st, slot, src, dst); err != nil {
+		if err := r.moveKeys(ctx, st, owned, src, dst); err != nil {
 			return err
 		}
 	}
-	// The target first (it then owns the slot and serves it), then the source, then the rest.
-	if err := st.cs.ok(ctx, dst.addr, "CLUSTER", "SETSLOT", s, "NODE", dst.id()); err != nil {
+	// The target first (it then owns the slots and serves them), then the source, then the
+	// other primaries (they would learn it by gossip; telling them speeds up redirections).
+	if _, err := st.cs.multi(ctx, dst.addr, setslot(slots, "NODE", dst.id())); err != nil {
 		return err
 	}
-	if err := st.cs.ok(ctx, src.addr, "CLUSTER", "SETSLOT", s, "NODE", dst.id()); err != nil {
+	if _, err := st.cs.multi(ctx, src.addr, setslot(slots, "NODE", dst.id())); err != nil {
 		return err
 	}
 	for _, m := range st.sortedMembers() {
 		if m == src || m == dst || !m.self.primary() || !st.inCluster(m) {
 			continue
 		}
-		// Others learn it by gossip too; telling them speeds up redirections.
-		_ = st.cs.ok(ctx, m.addr, "CLUSTER", "SETSLOT", s, "NODE", dst.id())
+		_, _ = st.cs.multi(ctx, m.addr, setslot(slots, "NODE", dst.id()))
 	}
 	return nil
 }
 
-// moveKeys migrates every key of slot from src to dst in batches.
-func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slot int, src, dst *member) error {
+func setslot(slots []int, args ...string) [][]string {
+	out := make([][]string, 0, len(slots))
+	for _, s := range slots {
+		out = append(out, append([]string{"CLUSTER", "SETSLOT", strconv.Itoa(s)}, args...))
+	}
+	return out
+}
+
+// moveKeys migrates every key of the slots from src to dst, MigrationBatchSize keys per
+// MIGRATE, until GETKEYSINSLOT finds none left.
+func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *member) error {
 	host, port, err := net.SplitHostPort(dst.addr)
 	if err != nil {
 		return err
 	}
 	batch := strconv.Itoa(r.Opts.MigrationBatchSize)
 	timeout := strconv.Itoa(int(r.Opts.CommandTimeout / time.Millisecond))
-	for {
-		res, err := st.cs.do(ctx, src.addr, "CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), batch)
+	pending := slots
+	for len(pending) > 0 {
+		cmds := make([][]string, 0, len(pending))
+		for _, s := range pending {
+			cmds = append(cmds, []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(s), batch})
+		}
+		res, err := st.cs.multi(ctx, src.addr, cmds)
 		if err != nil {
 			return err
 		}
-		keys, err := res.AsStrSlice()
-		if err != nil {
-			return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slot, src.addr, err)
+		// MIGRATE takes keys of one slot only (CROSSSLOT otherwise): one per slot, pipelined.
+		var migrates [][]string
+		var next []int
+		for i, r := range res {
+			keys, err := r.AsStrSlice()
+			if err != nil {
+				return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", pending[i], src.addr, err)
+			}
+			if len(keys) == 0 {
+				continue
+			}
+			next = append(next, pending[i])
+			args := []string{"MIGRATE", host, port, "", "0", timeout, "REPLACE"}
+			if st.cs.password != "" {
+				args = append(args, "AUTH", st.cs.password)
+			}
+			args = append(args, "KEYS")
+			migrates = append(migrates, append(args, keys...))
 		}
-		if len(keys) == 0 {
-			return nil
-		}
-		args := []string{"MIGRATE", host, port, "", "0", timeout, "REPLACE"}
-		if st.cs.password != "" {
-			args = append(args, "AUTH", st.cs.password)
-		}
-		args = append(args, "KEYS")
-		args = append(args, keys...)
-		if err := st.cs.ok(ctx, src.addr, args...); err != nil && !strings.Contains(err.Error(), "NOKEY") {
+		if _, err := st.cs.multi(ctx, src.addr, migrates); err != nil {
 			return err
 		}
+		pending = next
 	}
+	return nil
 }
 
 // ownsSlot tells whether n owns slot.
@@ -125,16 +156,27 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 	if len(open) == 0 {
 		return false, nil
 	}
+	type pair struct{ from, to string }
+	groups := map[pair][]int{}
+	var order []pair
 	for _, o := range open {
-		src, dst := st.byID[o.from], st.byID[o.to]
+		p := pair{o.from, o.to}
+		if _, ok := groups[p]; !ok {
+			order = append(order, p)
+		}
+		groups[p] = append(groups[p], o.slot)
+	}
+	for _, p := range order {
+		src, dst := st.byID[p.from], st.byID[p.to]
 		if src == nil || dst == nil {
-			st.wait(fmt.Sprintf("slot %d is open between %s and %s, one of them unreachable", o.slot, short8(o.from), short8(o.to)), time.Second)
+			st.wait(fmt.Sprintf("slots %v are open between %s and %s, one of them unreachable", groups[p], short8(p.from), short8(p.to)), time.Second)
 			st.migrating = true
 			continue
 		}
-		if err := r.migrateSlot(ctx, st, o.slot, src, dst); err != nil {
-			return true, fmt.Errorf("finish migration of slot %d: %w", o.slot, err)
+		if err := r.migrateSlots(ctx, st, groups[p], src, dst); err != nil {
+			return true, fmt.Errorf("finish migration of slots %v: %w", groups[p], err)
 		}
+		r.event(st, dst.node, corev1.EventTypeNormal, "Migrating", "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", len(groups[p]), src.node.Name, dst.node.Name)
 	}
 	st.migrating = true
 	st.wait(fmt.Sprintf("finished %d interrupted slot migrations", len(open)), short)

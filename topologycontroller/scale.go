@@ -7,9 +7,11 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // slotTargets are the primaries that should own slots: the current primary of every wanted
@@ -62,6 +64,9 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	}
 	moves := PlanSlots(ids, owned)
 	if len(moves) == 0 {
+		if !migrationStarting(st) {
+			r.event(st, nil, corev1.EventTypeNormal, "Migrated", "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
+		}
 		return false, nil
 	}
 	// A primary that is about to receive its first slots starts empty.
@@ -89,17 +94,17 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 			continue
 		}
 		src := st.byID[mv.From]
-		if moved == 0 {
+		if migrationStarting(st) {
+			// Once per migration (the cluster's Progressing says whether one is under way),
+			// not once per round.
 			r.event(st, dst.node, corev1.EventTypeNormal, "Migrating", "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
 		}
-		for _, slot := range mv.Slots {
-			if moved >= budget {
-				break
+		for start := 0; start < len(mv.Slots) && moved < budget; start += slotsPerBatch {
+			batch := mv.Slots[start:min(len(mv.Slots), start+slotsPerBatch, start+budget-moved)]
+			if err := r.migrateSlots(ctx, st, batch, src, dst); err != nil {
+				return true, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.node.Name, dst.node.Name, err)
 			}
-			if err := r.migrateSlot(ctx, st, slot, src, dst); err != nil {
-				return true, fmt.Errorf("migrate slot %d from %s to %s: %w", slot, src.node.Name, dst.node.Name, err)
-			}
-			moved++
+			moved += len(batch)
 		}
 	}
 	if moved > 0 {
@@ -201,4 +206,11 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 		st.wait("draining nodes to remove", time.Second)
 	}
 	return acted, nil
+}
+
+// migrationStarting tells whether the ValkeyCluster's status does not report a migration
+// under way yet.
+func migrationStarting(st *clusterState) bool {
+	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
+	return c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonMigrating
 }

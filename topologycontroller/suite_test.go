@@ -55,7 +55,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	k8s, err = client.New(env.Config, client.Options{Scheme: testScheme()})
 	Expect(err).NotTo(HaveOccurred())
-	mgr = startManager()
+	mgr = startManager(testOptions)
 })
 
 var _ = AfterSuite(func() {
@@ -73,7 +73,7 @@ type runningManager struct {
 	done   chan error
 }
 
-func startManager() *runningManager {
+func startManager(opts topologycontroller.Options) *runningManager {
 	m, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 testScheme(),
 		Metrics:                metricsserver.Options{BindAddress: "0"},
@@ -83,7 +83,7 @@ func startManager() *runningManager {
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 	Expect(err).NotTo(HaveOccurred())
-	Expect(topologycontroller.SetupWithManager(m, testOptions)).To(Succeed())
+	Expect(topologycontroller.SetupWithManager(m, opts)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
 	rm := &runningManager{cancel: cancel, done: make(chan error, 1)}
 	go func() {

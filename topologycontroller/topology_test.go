@@ -356,8 +356,7 @@ var _ = Describe("Topology controller", func() {
 		name := valkeyv1.NodeName("c", 1, 0)
 		n := getNode(ns, name)
 		id := n.Status.Topology.NodeID
-		controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer) // as the volume controller would
-		Expect(k8s.Update(context.Background(), n)).To(Succeed())
+		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, name)) }).Should(Succeed()) // as the volume controller would
 		Expect(k8s.Delete(context.Background(), n)).To(Succeed())
 
 		other := f.server(valkeyv1.NodeName("c", 0, 0)).Addr()
@@ -397,6 +396,15 @@ var _ = Describe("Topology controller", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)
 		DeferCleanup(f.stop)
+		// Small migration rounds so that the controller is surely stopped in the middle.
+		slow := testOptions
+		slow.MigrationSlotsPerReconcile = 8
+		mgr.stop()
+		mgr = startManager(slow)
+		DeferCleanup(func() {
+			mgr.stop()
+			mgr = startManager(testOptions)
+		})
 		newCluster(ns, "c", 2, 0)
 		pw := clusterPassword(ns, "c")
 		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
@@ -420,7 +428,7 @@ var _ = Describe("Topology controller", func() {
 				}
 			}
 			return 0
-		}, formTimeout, 20*time.Millisecond).Should(BeNumerically(">", 0))
+		}, formTimeout, 20*time.Millisecond).Should(BeNumerically(">", 200))
 		mgr.stop()
 
 		moved := 0
@@ -445,7 +453,7 @@ var _ = Describe("Topology controller", func() {
 		Expect(moved).To(BeNumerically("<", 5461), "the migration finished before the controller was stopped")
 
 		By("restarting the controller")
-		mgr = startManager()
+		mgr = startManager(testOptions)
 		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 3*time.Minute).Should(Succeed())
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 10000)).To(Equal(10000))
@@ -463,9 +471,7 @@ var _ = Describe("Nodes without a live cluster", func() {
 		Expect(pw).NotTo(BeEmpty())
 
 		name := valkeyv1.NodeName("gone", 0, 0)
-		n := getNode(ns, name)
-		controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer) // the volume controller's
-		Expect(k8s.Update(context.Background(), n)).To(Succeed())
+		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, name)) }).Should(Succeed()) // the volume controller's
 		Expect(k8s.Delete(context.Background(), getCluster(ns, "gone"))).To(Succeed())
 		// Envtest has no garbage collector: delete the owned node as it would.
 		Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
@@ -489,7 +495,7 @@ var _ = Describe("Nodes without a live cluster", func() {
 			g.Expect(c).NotTo(BeNil())
 			g.Expect(c.Reason).To(Equal(valkeyv1.ReasonNotInCluster))
 		}, 30*time.Second).Should(Succeed())
-		Expect(k8s.Update(context.Background(), getNodeWithFinalizer(ns, "lone"))).To(Succeed())
+		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, "lone")) }).Should(Succeed())
 		Expect(k8s.Delete(context.Background(), getNode(ns, "lone"))).To(Succeed())
 		Eventually(func() bool {
 			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "lone"}, &valkeyv1.ValkeyNode{})

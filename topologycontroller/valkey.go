@@ -70,6 +70,29 @@ func (c *conns) do(ctx context.Context, addr string, args ...string) (valkey.Val
 	return cl.Do(ctx, cl.B().Arbitrary(args...).Build()), nil
 }
 
+// multi pipelines commands to the server at addr and returns their replies; err is the
+// first failure (a reply error included).
+func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valkey.ValkeyResult, error) {
+	if len(cmds) == 0 {
+		return nil, nil
+	}
+	cl, err := c.get(addr)
+	if err != nil {
+		return nil, err
+	}
+	built := make(valkey.Commands, 0, len(cmds))
+	for _, args := range cmds {
+		built = append(built, cl.B().Arbitrary(args...).Build())
+	}
+	res := cl.DoMulti(ctx, built...)
+	for i, r := range res {
+		if err := r.Error(); err != nil {
+			return res, fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(cmds[i]), " "), addr, err)
+		}
+	}
+	return res, nil
+}
+
 // str runs a command and returns its reply as a string.
 func (c *conns) str(ctx context.Context, addr string, args ...string) (string, error) {
 	r, err := c.do(ctx, addr, args...)
