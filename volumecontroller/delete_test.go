@@ -87,6 +87,17 @@ var _ = Describe("node deletion", func() {
 		Eventually(eventReasons(ctx, node)).Should(ContainElement("Warning/DrainSkipped"))
 	})
 
+	It("lets a node that never got a claim go with skip-drain", func(ctx context.Context) {
+		missing := "missing-" + ns
+		node := newNode(ns, "1Gi", &missing, valkeyv1.ReclaimDelete)
+		node.Annotations = map[string]string{valkeyv1.AnnotationSkipDrain: ""}
+		Expect(k8s.Create(ctx, node)).To(Succeed())
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("False/StorageClassNotFound"))
+		Expect(k8s.Delete(ctx, node)).To(Succeed())
+		Eventually(gone(ctx, node)).Should(BeTrue())
+		Eventually(eventReasons(ctx, node)).Should(ContainElement("Warning/DrainSkipped"))
+	})
+
 	It("lets a node whose claim is still being resized go once drained", func(ctx context.Context) {
 		class := newClass(ctx, "expandable-"+ns, true, storagev1.VolumeBindingImmediate, nil)
 		node := newNode(ns, "1Gi", &class.Name, valkeyv1.ReclaimRetain)

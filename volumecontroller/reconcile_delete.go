@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
@@ -47,7 +48,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 		return rep, false, nil
 	}
 	if !drained {
-		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventDrainSkipped, "ApplyReclaimPolicy",
+		r.Recorder.Eventf(node, related(claim), corev1.EventTypeWarning, EventDrainSkipped, "ApplyReclaimPolicy",
 			"%s is set: applying reclaimPolicy %s without waiting for Drained=True; slots this node still owns become unavailable",
 			valkeyv1.AnnotationSkipDrain, policy)
 	}
@@ -143,6 +144,15 @@ func (r *Reconciler) releaseClaim(ctx context.Context, node *valkeyv1.ValkeyNode
 	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimReleased, "RetainClaim",
 		"released claim %s (reclaimPolicy Retain): it keeps its data and labels, and a node of the same name reuses it", claim.Name)
 	return nil
+}
+
+// related is the claim as an event's related object (none when the claim is absent: a
+// typed nil would not be nil for the recorder).
+func related(claim *corev1.PersistentVolumeClaim) runtime.Object {
+	if claim == nil {
+		return nil
+	}
+	return claim
 }
 
 // removeFinalizer lets the node go.
