@@ -167,7 +167,6 @@ type clusterState struct {
 	drained map[string]*metav1.Condition // Drained decided this round
 
 	progress    []string
-	degraded    []string
 	migrating   bool
 	withoutCopy bool // a primary without replica is approved to restart
 	requeue     time.Duration

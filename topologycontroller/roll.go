@@ -74,6 +74,11 @@ func stableFor(st *clusterState, skip string) (bool, string) {
 	if st.migrating || assignedSlots(st) != TotalSlots {
 		return false, "slots are moving"
 	}
+	for id, v := range st.view {
+		if v.primary() && v.slotCount() > 0 && st.byID[id] == nil {
+			return false, "node " + short8(id) + " owns slots and is unreachable"
+		}
+	}
 	return true, ""
 }
 

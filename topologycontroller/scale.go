@@ -45,14 +45,22 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 		st.wait("waiting for every shard's primary to join", time.Second)
 		return false, nil
 	}
-	// Every slot owner must be reachable: slots of a node that is down cannot move.
+	// Every slot owner must be reachable: slots of a node that is down cannot move. The
+	// exception is a lost owner (see lostOwners): its slots are handed out like free ones.
+	lost := lostOwners(st)
 	owned := map[string][]int{}
+	orphan := map[int]string{}
 	for id, n := range st.view {
 		if !n.primary() || n.slotCount() == 0 {
 			continue
 		}
+		if lost[id] {
+			for _, slot := range expandSlots(n.Slots) {
+				orphan[slot] = id
+			}
+			continue
+		}
 		if st.byID[id] == nil {
-			st.degraded = append(st.degraded, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.slotCount()))
 			st.wait("waiting for slot owners to be reachable", time.Second)
 			return false, nil
 		}
@@ -83,14 +91,31 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	for _, mv := range moves {
 		dst := st.byID[mv.To]
 		if mv.From == "" {
+			var free, claimed []int
+			for _, slot := range mv.Slots {
+				if orphan[slot] != "" {
+					claimed = append(claimed, slot)
+				} else {
+					free = append(free, slot)
+				}
+			}
+			if len(claimed) > 0 {
+				if err := r.claimSlots(ctx, st, claimed, dst); err != nil {
+					return true, err
+				}
+				r.event(st, dst.node, corev1.EventTypeWarning, "SlotsReassigned", "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.node.Name)
+			}
+			if len(free) == 0 {
+				continue
+			}
 			args := []string{"CLUSTER", "ADDSLOTSRANGE"}
-			for _, rg := range compactSlots(mv.Slots) {
+			for _, rg := range compactSlots(free) {
 				args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
 			}
 			if err := st.cs.ok(ctx, dst.addr, args...); err != nil {
 				return true, err
 			}
-			r.event(st, dst.node, corev1.EventTypeNormal, "SlotsAssigned", "ClusterAddSlots", "assigned %d slots to %s", len(mv.Slots), dst.node.Name)
+			r.event(st, dst.node, corev1.EventTypeNormal, "SlotsAssigned", "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.node.Name)
 			continue
 		}
 		src := st.byID[mv.From]
@@ -213,4 +238,45 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 func migrationStarting(st *clusterState) bool {
 	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
 	return c == nil || c.Status != metav1.ConditionTrue || c.Reason != ReasonMigrating
+}
+
+// lostOwners are the slot owners of the seed's view that are gone for good: no ValkeyNode
+// stands for their ID any more (the node came back with an empty /data and a new ID), they
+// are failed, and no live replica follows them (Valkey would promote it). Their keys are
+// lost; their slots are given to the primaries that need slots.
+func lostOwners(st *clusterState) map[string]bool {
+	reported := st.reportedIDs()
+	liveFollower := map[string]bool{}
+	for _, n := range st.view {
+		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
+			liveFollower[n.PrimaryID] = true
+		}
+	}
+	out := map[string]bool{}
+	for id, n := range st.view {
+		if n.primary() && n.slotCount() > 0 && n.failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// claimSlots gives slots owned by a lost node to dst: dst bumps its config epoch so that
+// its claim wins over the lost owner's, then every member is told the new owner.
+func (r *Reconciler) claimSlots(ctx context.Context, st *clusterState, slots []int, dst *member) error {
+	if err := st.cs.ok(ctx, dst.addr, "CLUSTER", "BUMPEPOCH"); err != nil {
+		return err
+	}
+	if _, err := st.cs.multi(ctx, dst.addr, setslot(slots, "NODE", dst.id())); err != nil {
+		return err
+	}
+	for _, m := range st.sortedMembers() {
+		if m == dst || !st.inCluster(m) {
+			continue
+		}
+		if _, err := st.cs.multi(ctx, m.addr, setslot(slots, "NODE", dst.id())); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"sort"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -193,8 +194,10 @@ func (r *Reconciler) applyClusterStatus(ctx context.Context, st *clusterState) e
 
 	var degraded []string
 	reason := ReasonHealthy
-	if len(st.degraded) > 0 {
-		degraded, reason = append(degraded, st.degraded...), ReasonSlotsDown
+	for id, n := range st.view {
+		if n.primary() && n.slotCount() > 0 && st.byID[id] == nil {
+			degraded, reason = append(degraded, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.slotCount())), ReasonSlotsDown
+		}
 	}
 	if slots == TotalSlots && !stateOK {
 		degraded, reason = append(degraded, "some node reports cluster_state other than ok"), ReasonClusterFail
@@ -235,6 +238,7 @@ func (r *Reconciler) applyClusterStatus(ctx context.Context, st *clusterState) e
 	if slots != TotalSlots {
 		sreason, smsg = ReasonSlotsUnassigned, fmt.Sprintf("%d of 16384 slots are assigned", slots)
 	}
+	sort.Strings(degraded)
 	dmsg := strings.Join(degraded, "; ")
 	if len(degraded) == 0 {
 		dmsg = "every slot is served"

@@ -315,6 +315,47 @@ var _ = Describe("Topology controller", func() {
 		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
 	})
 
+	It("rolls primaries without replica one at a time with a clear status, and gives a lost node's slots to its successor", func() {
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newCluster(ns, "c", 3, 0)
+		pw := clusterPassword(ns, "c")
+		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
+		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 30*time.Second).Should(Succeed())
+		before := nodeIDs(ns)
+
+		By("changing the template while every /data is an emptyDir (as when persistence is added)")
+		var names []string
+		for name := range before {
+			names = append(names, name)
+		}
+		f.loseDataOnRestart(names...)
+		patchSpec(ns, "c", `{"image":"valkey/valkey:8.1.1"}`)
+		sawDegraded := false
+		Eventually(func(g Gomega) {
+			if status.IsTrue(getCluster(ns, "c").Status.Conditions, valkeyv1.ConditionDegraded) {
+				sawDegraded = true
+			}
+			_, approvals := f.stats()
+			g.Expect(approvals).To(HaveLen(3))
+			g.Expect(checkHealthy(f, pw, 3, 0)).To(Succeed())
+			g.Expect(clusterReady(ns, "c")()).To(Succeed())
+		}, 3*time.Minute, 100*time.Millisecond).Should(Succeed())
+		maxApproved, approvals := f.stats()
+		Expect(maxApproved).To(Equal(1))
+		for _, a := range approvals {
+			Expect(a.reason).To(Equal(valkeyv1.ReasonApprovedNoReplica), a.node)
+		}
+		Expect(sawDegraded).To(BeTrue(), "the cluster never reported Degraded while a primary without replica restarted")
+		Expect(eventsWithReason(ns, "RollWithoutReplica")).To(BeNumerically(">=", 3))
+		Expect(eventsWithReason(ns, "SlotsReassigned")).To(BeNumerically(">=", 3))
+		after := nodeIDs(ns)
+		for name, id := range before {
+			Expect(after[name]).NotTo(Equal(id), "%s kept its ID with an empty /data", name)
+		}
+	})
+
 	It("scales 3 → 4 → 3 shards with 10,000 keys and loses none", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)

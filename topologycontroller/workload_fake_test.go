@@ -463,3 +463,13 @@ func readKeys(f *fakeWorkload, pw string, n int) int {
 	}
 	return ok
 }
+
+// loseDataOnRestart makes the next restart of the nodes start with an empty /data (as a
+// roll that adds persistence does: the old /data was an emptyDir).
+func (f *fakeWorkload) loseDataOnRestart(names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, n := range names {
+		f.empty[n] = true
+	}
+}
