@@ -433,6 +433,34 @@ var _ = Describe("Topology controller", func() {
 		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
 	})
 
+	It("drains a deleted primary that has a replica by failing over to it", func() {
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newCluster(ns, "c", 1, 1)
+		pw := clusterPassword(ns, "c")
+		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		writeKeys(f, pw, 1000)
+
+		name := valkeyv1.NodeName("c", 0, 0)
+		Expect(getNode(ns, name).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, name)) }).Should(Succeed())
+		Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
+		Eventually(func(g Gomega) {
+			n := getNode(ns, valkeyv1.NodeName("c", 0, 1))
+			g.Expect(n.Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+			g.Expect(n.Status.Topology.Slots).To(BeEquivalentTo(16384))
+		}, formTimeout).Should(Succeed())
+		Expect(eventsWithReason(ns, "FailedOver")).To(BeNumerically(">=", 1))
+
+		By("the node is recreated and rejoins as the replica")
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 2*time.Minute).Should(Succeed())
+		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
+		Expect(getNode(ns, name).Status.Topology.Role).To(Equal(valkeyv1.RoleReplica))
+		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
+	})
+
 	It("finishes a slot migration after the controller is killed in the middle of it", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)
