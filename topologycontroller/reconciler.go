@@ -164,12 +164,10 @@ type clusterState struct {
 	primary map[int32]*member            // shard → its reachable primary
 	out     map[string]*nodeStatus       // by node name: the status to apply
 	roll    map[string]*metav1.Condition // RollApproved decided this round
-	drained map[string]*metav1.Condition // Drained decided this round
 
-	progress    []string
-	migrating   bool
-	withoutCopy bool // a primary without replica is approved to restart
-	requeue     time.Duration
+	progress  []string
+	migrating bool
+	requeue   time.Duration
 }
 
 // nodeStatus is the topology status of one ValkeyNode.
@@ -191,7 +189,7 @@ func (r *Reconciler) observe(ctx context.Context, vc *valkeyv1.ValkeyCluster, no
 		cluster: vc, cs: cs, nodes: nodes,
 		members: map[string]*member{}, view: map[string]*clusterNode{}, byID: map[string]*member{},
 		primary: map[int32]*member{}, out: map[string]*nodeStatus{},
-		roll: map[string]*metav1.Condition{}, drained: map[string]*metav1.Condition{},
+		roll: map[string]*metav1.Condition{},
 	}
 	for _, n := range nodes {
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) || n.Status.Workload == nil || n.Status.Workload.PodIP == "" {

@@ -179,7 +179,6 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 		r.event(st, n, corev1.EventTypeNormal, "RollApproved", "Roll", "roll of replica %s approved", n.Name)
 	case len(syncedReplicas(st, m)) == 0:
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		st.withoutCopy = true
 		r.event(st, n, corev1.EventTypeWarning, "RollWithoutReplica", "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.slotCount())
 	default:
 		// Tell the world first, then fail over, then approve.
