@@ -366,16 +366,34 @@ var _ = Describe("Topology controller", func() {
 		Eventually(func() error { return checkHealthy(f, pw, 3, 1) }, 30*time.Second).Should(Succeed())
 		writeKeys(f, pw, 10000)
 
-		By("scaling out to 4 shards")
+		By("scaling out to 4 shards, reading every key while slots move")
 		setShards(ns, "c", 4)
-		Eventually(func() error { return checkHealthy(f, pw, 4, 1) }, 3*time.Minute).Should(Succeed())
+		minRead, rounds := 10000, 0
+		Eventually(func() error {
+			if n := readKeys(f, pw, 10000); n < minRead {
+				minRead = n
+			}
+			rounds++
+			return checkHealthy(f, pw, 4, 1)
+		}, 3*time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("during scale-out: %d full reads, fewest keys read %d\n", rounds, minRead)
+		Expect(minRead).To(Equal(10000), "keys unreadable during the migration")
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 10000)).To(Equal(10000))
 		Expect(eventsWithReason(ns, "Migrating")).To(BeNumerically(">=", 1))
 
-		By("scaling in to 3 shards")
+		By("scaling in to 3 shards, reading every key while slots move")
 		setShards(ns, "c", 3)
-		Eventually(func() error { return checkHealthy(f, pw, 3, 1) }, 3*time.Minute).Should(Succeed())
+		minRead, rounds = 10000, 0
+		Eventually(func() error {
+			if n := readKeys(f, pw, 10000); n < minRead {
+				minRead = n
+			}
+			rounds++
+			return checkHealthy(f, pw, 3, 1)
+		}, 3*time.Minute).Should(Succeed())
+		GinkgoWriter.Printf("during scale-in: %d full reads, fewest keys read %d\n", rounds, minRead)
+		Expect(minRead).To(Equal(10000), "keys unreadable during the migration")
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(listNodes(ns)).To(HaveLen(6))
 		for _, n := range listNodes(ns) {
