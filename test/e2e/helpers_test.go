@@ -140,7 +140,10 @@ func info(n v1.ValkeyNode, pw, section string) map[string]string {
 	return parseInfo(s)
 }
 
+// parseInfo reads INFO and CLUSTER INFO replies ("key:value" lines; RESP3 servers send them as
+// verbatim strings that start with "txt:").
 func parseInfo(s string) map[string]string {
+	s = strings.TrimPrefix(s, "txt:")
 	out := map[string]string{}
 	for _, line := range strings.Split(s, "\n") {
 		if k, v, ok := strings.Cut(strings.TrimSpace(line), ":"); ok {
