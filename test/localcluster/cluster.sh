@@ -265,13 +265,19 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 EOF
 }
 
+# other_owner: prints the state folder of another clone whose cluster holds the node (its bridge,
+# iptables chains, pod network namespaces and cgroups); fails when there is none.
+other_owner() {
+	local other
+	other="$(cat "$OWNER" 2>/dev/null)" || return 1
+	[ -n "$other" ] && [ "$other" != "$L" ] && ls "$other"/run/*.pid >/dev/null 2>&1 || return 1
+	echo "$other"
+}
+
 claim_owner() {
-	if [ -f "$OWNER" ] && [ "$(cat "$OWNER")" != "$L" ]; then
-		local other
-		other="$(cat "$OWNER")"
-		if ls "$other"/run/*.pid >/dev/null 2>&1; then
-			die "another local cluster is up from $other: run 'make cluster-down' there first"
-		fi
+	local other
+	if other="$(other_owner)"; then
+		die "another local cluster is up from $other: run 'make cluster-down' there first"
 	fi
 	echo "$L" >"$OWNER"
 }
@@ -406,17 +412,35 @@ down() {
 			while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 	done
 	log "unmounted"
+	# Loop devices backing the volumes.
+	local dev file
+	losetup -n -O NAME,BACK-FILE -l 2>/dev/null | while read -r dev file; do
+		case "$file" in "$L/disks/"*) losetup -d "$dev" && log "detached $dev ($file)" ;; esac
+	done
+	local other
+	if other="$(other_owner)"; then
+		# Never touch the node-wide pieces while another clone's cluster uses them.
+		log "the node's network, iptables and cgroups belong to the cluster of $other: left alone"
+	else
+		down_node
+	fi
+	# State: everything but the PKI, the helper binaries and the logs.
+	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
+	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
+	log "state removed"
+	leftovers >/dev/null || { leftovers; die "cluster down, but the above is left behind"; }
+	log "cluster down, nothing left behind"
+}
+
+# down_node removes the node-wide pieces: pod network namespaces, the bridge, iptables chains,
+# sysctls and pod cgroups.
+down_node() {
 	# Network namespaces made for pods (those that were not there before).
 	local n
 	for n in /run/netns/cni-*; do
 		[ -e "$n" ] || continue
 		grep -qx "netns $(basename "$n")" "$L/run/netns.before" 2>/dev/null && continue
 		ip netns delete "$(basename "$n")" 2>/dev/null || { umount "$n" 2>/dev/null; rm -f "$n"; }
-	done
-	# Loop devices backing the volumes.
-	local dev file
-	losetup -n -O NAME,BACK-FILE -l 2>/dev/null | while read -r dev file; do
-		case "$file" in "$L/disks/"*) losetup -d "$dev" && log "detached $dev ($file)" ;; esac
 	done
 	# Leftover veth ends on the bridge, then the bridge.
 	for n in $(ip -o link show master "$BRIDGE" 2>/dev/null | awk -F': ' '{print $2}' | cut -d@ -f1); do
@@ -435,12 +459,6 @@ down() {
 	for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	done
-	# State: everything but the PKI, the helper binaries and the logs.
-	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
-	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
-	log "state removed"
-	leftovers >/dev/null || { leftovers; die "cluster down, but the above is left behind"; }
-	log "cluster down, nothing left behind"
 }
 
 status() {
@@ -502,12 +520,18 @@ leftovers() {
 		out+="$p ${c:0:160}"$'\n'
 	done
 	report "processes" "$out"
-	report "mounts" "$(grep -E "$L|$RUNDIR|/run/netns/cni-" /proc/mounts || true)"
+	report "mounts" "$(grep -E "$L|$RUNDIR" /proc/mounts || true)"
 	report "loop devices" "$(losetup -a | grep -F "$L/" || true)"
-	report "network devices" "$(ip -o link show | grep -E "$BRIDGE|veth" || true)"
-	report "routes" "$(ip route show | grep -E "$BRIDGE|${POD_CIDR%/*}|${SVC_CIDR%/*}" || true)"
-	report "iptables chains" "$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-' || true)"
-	report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true)"
+	local other
+	if other="$(other_owner)"; then
+		echo "(node-wide network, iptables and cgroups not checked: the cluster of $other uses them)"
+	else
+		report "pod network namespaces" "$(grep -E "/run/netns/cni-" /proc/mounts || true)"
+		report "network devices" "$(ip -o link show | grep -E "$BRIDGE|veth" || true)"
+		report "routes" "$(ip route show | grep -E "$BRIDGE|${POD_CIDR%/*}|${SVC_CIDR%/*}" || true)"
+		report "iptables chains" "$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-' || true)"
+		report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true)"
+	fi
 	if [ "$found" = 0 ]; then echo "no leftovers of $L"; else return 1; fi
 }
 
