@@ -18,12 +18,13 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:Maximum=1000
 	Shards int32 `json:"shards,omitempty"`
 
-	// Replicas per shard.
+	// Replicas per shard. Always serialised (no omitempty) so that a typed client can ask
+	// for 0; the default 1 applies when the field is absent from the request.
 	// +optional
 	// +kubebuilder:default=1
 	// +kubebuilder:validation:Minimum=0
 	// +kubebuilder:validation:Maximum=10
-	Replicas int32 `json:"replicas,omitempty"`
+	Replicas int32 `json:"replicas"`
 
 	// Image of the Valkey server.
 	// +optional
