@@ -86,7 +86,7 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 			roles[n.Name] = n.Status.Topology.Role
 		}
 		syncs := watchFullSyncs(cluster, pw)
-		rec := recordApprovals(cluster)
+		rec := recordApprovals(cluster, pw)
 		w := startWriter(cluster, "roll")
 		updateCluster(cluster, func(c *v1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"}
@@ -101,7 +101,7 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
 		seenPrimary := false
 		for _, a := range approvals {
-			Expect(a.role).To(Equal(v1.RoleReplica), "%s was approved while primary (%s)", a.node, a.reason)
+			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
 			if roles[a.node] == v1.RolePrimary {
 				seenPrimary = true
 				Expect(a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)

@@ -99,7 +99,7 @@ type approvals struct {
 	done    chan struct{}
 }
 
-func recordApprovals(c *v1.ValkeyCluster) *approvals {
+func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	a := &approvals{seen: map[string]metav1.Time{}, done: make(chan struct{})}
 	var wctx context.Context
 	wctx, a.cancel = context.WithCancel(ctx)
@@ -121,10 +121,7 @@ func recordApprovals(c *v1.ValkeyCluster) *approvals {
 						continue
 					}
 					a.seen[n.Name] = cond.LastTransitionTime
-					role := v1.Role("")
-					if n.Status.Topology != nil {
-						role = n.Status.Topology.Role
-					}
+					role := roleInValkey(wctx, n, pw)
 					a.list = append(a.list, approval{node: n.Name, reason: cond.Reason, role: role})
 				}
 				if conc > a.maxConc {
@@ -136,6 +133,32 @@ func recordApprovals(c *v1.ValkeyCluster) *approvals {
 		}
 	}()
 	return a
+}
+
+// roleInValkey asks the server itself for its role (status.topology may lag behind a
+// failover); empty when the server cannot be reached.
+func roleInValkey(ctx context.Context, n v1.ValkeyNode, pw string) v1.Role {
+	if n.Status.Workload == nil || n.Status.Workload.PodIP == "" {
+		return ""
+	}
+	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		return ""
+	}
+	defer vc.Close()
+	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	s, err := vc.Do(octx, vc.B().Info().Section("replication").Build()).ToString()
+	if err != nil {
+		return ""
+	}
+	switch parseInfo(s)["role"] {
+	case "master":
+		return v1.RolePrimary
+	case "slave":
+		return v1.RoleReplica
+	}
+	return ""
 }
 
 func (a *approvals) approvedNodes() int {
