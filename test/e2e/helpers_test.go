@@ -245,15 +245,21 @@ func writeKeys(c *v1.ValkeyCluster, prefix string, n int) {
 	}
 }
 
-// expectKeys reads every given key back and counts the lost ones.
+// expectKeys reads every given key back (pipelined) and counts the lost ones.
 func expectKeys(c *v1.ValkeyCluster, prefix string, ids []int) {
 	vc := clusterClient(c)
 	defer vc.Close()
 	lost := 0
-	for _, i := range ids {
-		v, err := vc.Do(ctx, vc.B().Get().Key(fmt.Sprintf("%s-%d", prefix, i)).Build()).ToString()
-		if err != nil || v != strconv.Itoa(i) {
-			lost++
+	for start := 0; start < len(ids); start += 500 {
+		batch := ids[start:min(start+500, len(ids))]
+		cmds := make(valkey.Commands, 0, len(batch))
+		for _, i := range batch {
+			cmds = append(cmds, vc.B().Get().Key(fmt.Sprintf("%s-%d", prefix, i)).Build())
+		}
+		for j, r := range vc.DoMulti(ctx, cmds...) {
+			if v, err := r.ToString(); err != nil || v != strconv.Itoa(batch[j]) {
+				lost++
+			}
 		}
 	}
 	ExpectWithOffset(1, lost).To(BeZero(), "acknowledged keys lost out of %d", len(ids))
