@@ -16,6 +16,7 @@ import (
 	. "github.com/onsi/gomega"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -31,6 +32,7 @@ const (
 
 var (
 	kubeconfig string
+	restConfig *rest.Config
 	k8s        client.Client
 	ctx        = context.Background()
 )
@@ -48,6 +50,7 @@ func TestE2E(t *testing.T) {
 var _ = BeforeSuite(func() {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	Expect(err).NotTo(HaveOccurred())
+	restConfig = cfg
 	s := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
 	Expect(v1.AddToScheme(s)).To(Succeed())

@@ -13,6 +13,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -249,53 +250,44 @@ func (f *fullSyncs) stop() int64 {
 	return total
 }
 
-// deletions watches nodes being deleted and records any that disappeared while they still
-// owned slots or before Drained was True.
+// deletions watches nodes being deleted (a real watch, so no update is missed) and records
+// any that disappeared while they still owned slots or without Drained=True.
 type deletions struct {
-	cancel     context.CancelFunc
-	done       chan struct{}
 	mu         sync.Mutex
 	goneNodes  []string
 	violations []string
+	stopWatch  func()
+	done       chan struct{}
 }
 
 func watchDeletion(ns string, names []string) *deletions {
-	d := &deletions{done: make(chan struct{})}
-	var wctx context.Context
-	wctx, d.cancel = context.WithCancel(ctx)
-	last := map[string]*v1.ValkeyNode{}
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
+	Expect(err).NotTo(HaveOccurred())
+	w, err := wc.Watch(ctx, &v1.ValkeyNodeList{}, client.InNamespace(ns))
+	Expect(err).NotTo(HaveOccurred())
+	d := &deletions{stopWatch: w.Stop, done: make(chan struct{})}
+	watched := map[string]bool{}
+	for _, n := range names {
+		watched[n] = true
+	}
 	go func() {
 		defer GinkgoRecover()
 		defer close(d.done)
-		for wctx.Err() == nil {
-			for _, name := range names {
-				if _, gone := last[name]; gone && last[name] == nil {
-					continue
-				}
-				var n v1.ValkeyNode
-				err := k8s.Get(wctx, client.ObjectKey{Namespace: ns, Name: name}, &n)
-				if err == nil {
-					last[name] = &n
-					continue
-				}
-				if client.IgnoreNotFound(err) != nil {
-					continue
-				}
-				prev := last[name]
-				d.mu.Lock()
-				d.goneNodes = append(d.goneNodes, name)
-				if prev != nil {
-					if prev.Status.Topology != nil && prev.Status.Topology.Slots > 0 {
-						d.violations = append(d.violations, fmt.Sprintf("%s disappeared while owning %d slots", name, prev.Status.Topology.Slots))
-					}
-					if prev.DeletionTimestamp != nil && !status.IsTrue(prev.Status.Conditions, v1.ConditionDrained) {
-						d.violations = append(d.violations, fmt.Sprintf("%s disappeared before Drained=True", name))
-					}
-				}
-				d.mu.Unlock()
-				last[name] = nil
+		for ev := range w.ResultChan() {
+			n, ok := ev.Object.(*v1.ValkeyNode)
+			if !ok || !watched[n.Name] || ev.Type != watch.Deleted {
+				continue
 			}
-			time.Sleep(200 * time.Millisecond)
+			// The object of a Deleted event is its last state.
+			d.mu.Lock()
+			d.goneNodes = append(d.goneNodes, n.Name)
+			if n.Status.Topology != nil && n.Status.Topology.Slots > 0 {
+				d.violations = append(d.violations, fmt.Sprintf("%s disappeared while owning %d slots", n.Name, n.Status.Topology.Slots))
+			}
+			if n.Spec.Persistence != nil && !status.IsTrue(n.Status.Conditions, v1.ConditionDrained) {
+				d.violations = append(d.violations, fmt.Sprintf("%s disappeared before Drained=True", n.Name))
+			}
+			d.mu.Unlock()
 		}
 	}()
 	return d
@@ -308,7 +300,7 @@ func (d *deletions) gone() []string {
 }
 
 func (d *deletions) stop() []string {
-	d.cancel()
+	d.stopWatch()
 	<-d.done
 	return d.violations
 }
