@@ -122,7 +122,7 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 						continue
 					}
 					a.seen[n.Name] = cond.LastTransitionTime
-					role := roleInValkey(wctx, n, pw)
+					role := roleInValkey(wctx, n, list.Items, pw)
 					a.list = append(a.list, approval{node: n.Name, reason: cond.Reason, role: role})
 				}
 				if conc > a.maxConc {
@@ -136,28 +136,40 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	return a
 }
 
-// roleInValkey asks the server itself for its role (status.topology may lag behind a
-// failover); empty when the server cannot be reached.
-func roleInValkey(ctx context.Context, n v1.ValkeyNode, pw string) v1.Role {
-	if n.Status.Workload == nil || n.Status.Workload.PodIP == "" {
+// roleInValkey asks the cluster for the node's role: the first other member that answers
+// CLUSTER NODES says whether it is a master or a replica (status.topology may lag behind a
+// failover, and the node itself may already be restarting); empty when no member answers.
+func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, pw string) v1.Role {
+	if n.Status.Topology == nil || n.Status.Topology.NodeID == "" {
 		return ""
 	}
-	vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
-	if err != nil {
-		return ""
-	}
-	defer vc.Close()
-	octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	defer cancel()
-	s, err := vc.Do(octx, vc.B().Info().Section("replication").Build()).ToString()
-	if err != nil {
-		return ""
-	}
-	switch parseInfo(s)["role"] {
-	case "master":
-		return v1.RolePrimary
-	case "slave":
-		return v1.RoleReplica
+	for _, p := range peers {
+		if p.Name == n.Name || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
+			continue
+		}
+		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
+		if err != nil {
+			continue
+		}
+		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		s, err := vc.Do(octx, vc.B().ClusterNodes().Build()).ToString()
+		cancel()
+		vc.Close()
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(strings.TrimPrefix(s, "txt:"), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 3 || f[0] != n.Status.Topology.NodeID {
+				continue
+			}
+			switch {
+			case strings.Contains(f[2], "slave"):
+				return v1.RoleReplica
+			case strings.Contains(f[2], "master"):
+				return v1.RolePrimary
+			}
+		}
 	}
 	return ""
 }
