@@ -102,13 +102,18 @@ func password(c *v1.ValkeyCluster) string {
 	return string(s.Data[key])
 }
 
+// dialNode connects to the one Valkey server at a pod IP.
+func dialNode(podIP, pw string) (valkey.Client, error) {
+	return valkey.NewClient(valkey.ClientOption{
+		InitAddress: []string{podIP + ":6379"}, Password: pw,
+		ForceSingleClient: true, DisableCache: true,
+	})
+}
+
 // nodeClient connects to one Valkey server at its pod IP.
 func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
 	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
-	vc, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw,
-		ForceSingleClient: true, DisableCache: true,
-	})
+	vc, err := dialNode(n.Status.Workload.PodIP, pw)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "connect to %s at %s", n.Name, n.Status.Workload.PodIP)
 	return vc
 }
@@ -180,10 +185,7 @@ func expectClusterOK(c *v1.ValkeyCluster) {
 }
 
 func info2(g Gomega, n v1.ValkeyNode, pw string) map[string]string {
-	vc, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw,
-		ForceSingleClient: true, DisableCache: true,
-	})
+	vc, err := dialNode(n.Status.Workload.PodIP, pw)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer vc.Close()
 	s, err := vc.Do(ctx, vc.B().ClusterInfo().Build()).ToString()

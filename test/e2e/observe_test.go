@@ -10,7 +10,6 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
-	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
@@ -147,7 +146,7 @@ func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, p
 		if p.Name == n.Name || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
 			continue
 		}
-		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{p.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
+		vc, err := dialNode(p.Status.Workload.PodIP, pw)
 		if err != nil {
 			continue
 		}
@@ -215,7 +214,7 @@ func watchFullSyncs(c *v1.ValkeyCluster, pw string) *fullSyncs {
 			if n.Status.Workload == nil || n.Status.Workload.PodIP == "" {
 				continue
 			}
-			vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{n.Status.Workload.PodIP + ":6379"}, Password: pw, ForceSingleClient: true, DisableCache: true})
+			vc, err := dialNode(n.Status.Workload.PodIP, pw)
 			if err != nil {
 				continue
 			}
