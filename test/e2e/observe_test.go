@@ -135,15 +135,15 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	return a
 }
 
-// roleInValkey asks the cluster for the node's role: the first other member that answers
-// CLUSTER NODES says whether it is a master or a replica (status.topology may lag behind a
-// failover, and the node itself may already be restarting); empty when no member answers.
+// roleInValkey judges the node's role in Valkey from its shard partners, each of which
+// knows its own role at once: when a partner is the shard's master the node is a replica
+// (a failover completes on the promoted side before the old primary is approved, while the
+// old primary may already be restarting and other members learn of it only by gossip).
+// It is empty when no partner answers.
 func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, pw string) v1.Role {
-	if n.Status.Topology == nil || n.Status.Topology.NodeID == "" {
-		return ""
-	}
+	answered := false
 	for _, p := range peers {
-		if p.Name == n.Name || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
+		if p.Name == n.Name || p.Spec.Shard != n.Spec.Shard || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
 			continue
 		}
 		vc, err := dialNode(p.Status.Workload.PodIP, pw)
@@ -151,24 +151,19 @@ func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, p
 			continue
 		}
 		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		s, err := vc.Do(octx, vc.B().ClusterNodes().Build()).ToString()
+		s, err := vc.Do(octx, vc.B().Info().Section("replication").Build()).ToString()
 		cancel()
 		vc.Close()
 		if err != nil {
 			continue
 		}
-		for _, line := range strings.Split(strings.TrimPrefix(s, "txt:"), "\n") {
-			f := strings.Fields(line)
-			if len(f) < 3 || f[0] != n.Status.Topology.NodeID {
-				continue
-			}
-			switch {
-			case strings.Contains(f[2], "slave"):
-				return v1.RoleReplica
-			case strings.Contains(f[2], "master"):
-				return v1.RolePrimary
-			}
+		answered = true
+		if parseInfo(s)["role"] == "master" {
+			return v1.RoleReplica
 		}
+	}
+	if answered {
+		return v1.RolePrimary
 	}
 	return ""
 }
