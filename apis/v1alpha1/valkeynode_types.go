@@ -21,12 +21,14 @@ type ValkeyNodeSpec struct {
 	// Shard index of the node within its cluster.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	Shard int32 `json:"shard,omitempty"`
+	// +kubebuilder:default=0
+	Shard int32 `json:"shard"`
 
 	// ReplicaIndex within its shard; 0 is the node that starts as the shard's primary.
 	// +optional
 	// +kubebuilder:validation:Minimum=0
-	ReplicaIndex int32 `json:"replicaIndex,omitempty"`
+	// +kubebuilder:default=0
+	ReplicaIndex int32 `json:"replicaIndex"`
 
 	// Image of the Valkey server.
 	// +optional

@@ -214,6 +214,8 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 		cluster := newCluster(ns, "late", 2, 1, nil)
 		waitReady(cluster, 4*time.Minute)
 		writeKeys(cluster, "late", 2000)
+		pw := password(cluster)
+		rec := recordApprovals(cluster, pw)
 		w := startWriter(cluster, "late-live")
 		updateCluster(cluster, func(c *v1.ValkeyCluster) {
 			c.Spec.Persistence = persistence("1Gi", expandableClass, v1.ReclaimDelete)
@@ -225,8 +227,15 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 				g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
 			}
 		}).WithTimeout(10 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
+		Eventually(func() int { return rec.approvedNodes() }).WithTimeout(10 * time.Minute).WithPolling(2 * time.Second).Should(Equal(4))
 		waitReady(cluster, 8*time.Minute)
 		acked, _ := w.stop()
+		approvals := rec.stop()
+		GinkgoWriter.Printf("enable persistence: %d writes acknowledged; approvals: %v\n", len(acked), approvals)
+		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
+		for _, a := range approvals {
+			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
+		}
 		expectClusterOK(cluster)
 		expectKeys(cluster, "late", seq(2000))
 		expectKeys(cluster, "late-live", acked)
