@@ -15,8 +15,17 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
+// passwordError is a password Secret the cluster cannot use. It is reported on the
+// ValkeyCluster (Ready=False with its reason, and a Warning event) and looked at again later:
+// Secrets a user makes are not watched.
+type passwordError struct{ reason, msg string }
+
+func (e *passwordError) Error() string { return e.msg }
+
 // ensureSecret returns the cluster's password Secret reference: spec.passwordSecret, or the
-// generated Secret <cluster>-auth, created (owned by the cluster) when missing.
+// generated Secret <cluster>-auth, created (owned by the cluster) when missing. A generated
+// Secret that disappears while the cluster has nodes is not made again: its servers run with
+// the old password, and a new one would lock the operator and restarted nodes out of them.
 func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, error) {
 	if vc.Spec.PasswordSecret != nil && vc.Spec.PasswordSecret.Name != "" {
 		ref := *vc.Spec.PasswordSecret
@@ -34,6 +43,16 @@ func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	if !isNotFound(err) {
 		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	nodes, err := r.ownedNodes(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	if nodes > 0 {
+		return nil, &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf(
+			"the generated password Secret %s was deleted while %d nodes run with its password; not generating a new one: "+
+				"create %s again with key %q holding the servers' password (a running pod still has it: printenv VALKEY_PASSWORD)",
+			name, nodes, name, valkeyv1.DefaultPasswordKey)}
 	}
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
@@ -61,15 +80,34 @@ func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	return ref, nil
 }
 
+// ownedNodes counts the ValkeyNodes this cluster object made (nodes of an earlier cluster of
+// the same name that are still going away are not counted).
+func (r *Reconciler) ownedNodes(ctx context.Context, vc *valkeyv1.ValkeyCluster) (int, error) {
+	var list valkeyv1.ValkeyNodeList
+	if err := r.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
+		return 0, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
+	}
+	n := 0
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], vc) {
+			n++
+		}
+	}
+	return n, nil
+}
+
 // password reads the password from the Secret (directly: a user's Secret is not cached).
 func (r *Reconciler) password(ctx context.Context, ns string, ref *valkeyv1.SecretKeyRef) (string, error) {
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if isNotFound(err) {
+			return "", &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf("password Secret %s does not exist", ref.Name)}
+		}
 		return "", fmt.Errorf("get password Secret %s: %w", ref.Name, err)
 	}
 	pw, ok := s.Data[ref.Key]
-	if !ok {
-		return "", fmt.Errorf("password Secret %s has no key %q", ref.Name, ref.Key)
+	if !ok || len(pw) == 0 {
+		return "", &passwordError{valkeyv1.ReasonPasswordKeyMissing, fmt.Sprintf("password Secret %s has no value under key %q", ref.Name, ref.Key)}
 	}
 	return string(pw), nil
 }

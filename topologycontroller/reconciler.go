@@ -2,6 +2,7 @@ package topologycontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sort"
@@ -51,10 +52,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {
 	ref, err := r.ensureSecret(ctx, vc)
-	if err != nil {
-		return ctrl.Result{}, err
+	var password string
+	if err == nil {
+		password, err = r.password(ctx, vc.Namespace, ref)
 	}
-	password, err := r.password(ctx, vc.Namespace, ref)
+	if pe := (*passwordError)(nil); errors.As(err, &pe) {
+		if err := r.reportPassword(ctx, vc, pe); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: passwordRecheck}, nil
+	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -293,4 +295,34 @@ func truncate(s string, n int) string {
 		return s
 	}
 	return s[:n]
+}
+
+// passwordRecheck is how often an unusable password Secret is looked at again.
+const passwordRecheck = 10 * time.Second
+
+// reportPassword reports an unusable password Secret: Ready=False with its reason (the other
+// conditions and fields stay as last observed), and a Warning event when it is new.
+func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyCluster, pe *passwordError) error {
+	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionReady); cur == nil || cur.Reason != pe.reason || cur.Message != pe.msg {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, pe.reason, "ReadPassword", "%s", pe.msg)
+	}
+	conds := []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
+	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned} {
+		if c := status.Get(vc.Status.Conditions, t); c != nil {
+			conds = append(conds, *c)
+		}
+	}
+	cur := vc.Status
+	fields := map[string]any{
+		"observedGeneration": vc.Generation,
+		"shards":             cur.Shards,
+		"readyShards":        cur.ReadyShards,
+		"nodes":              cur.Nodes,
+		"readyNodes":         cur.ReadyNodes,
+		"slotsAssigned":      cur.SlotsAssigned,
+	}
+	if cur.ObservedGeneration == vc.Generation && sameClusterConditions(cur.Conditions, conds) {
+		return nil
+	}
+	return r.status.Apply(ctx, vc, vc.Status.Conditions, status.Status{Conditions: conds, Fields: fields})
 }

@@ -596,3 +596,62 @@ func getNodeWithFinalizer(ns, name string) *valkeyv1.ValkeyNode {
 	controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer)
 	return n
 }
+
+var _ = Describe("The password Secret", func() {
+	readyCondition := func(ns, name string) func() *metav1.Condition {
+		return func() *metav1.Condition {
+			return status.Get(getCluster(ns, name).Status.Conditions, valkeyv1.ConditionReady)
+		}
+	}
+	haveReason := func(reason string) OmegaMatcher {
+		return And(Not(BeNil()), HaveField("Status", metav1.ConditionFalse), HaveField("Reason", reason))
+	}
+	secret := func(ns, name, key, value string) *corev1.Secret {
+		return &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Data: map[string][]byte{key: []byte(value)}}
+	}
+
+	It("reports a named Secret that is missing or has no value, and starts once it is right", func() {
+		ns := newNamespace()
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": valkeyv1.GroupVersion.String(),
+			"kind":       "ValkeyCluster",
+			"metadata":   map[string]any{"name": "mine", "namespace": ns},
+			"spec":       map[string]any{"shards": int64(1), "replicas": int64(0), "passwordSecret": map[string]any{"name": "my-password", "key": "pw"}},
+		}}
+		Expect(k8s.Create(context.Background(), u)).To(Succeed())
+		Eventually(readyCondition(ns, "mine"), 20*time.Second).Should(And(
+			haveReason(valkeyv1.ReasonPasswordSecretMissing), HaveField("Message", ContainSubstring("my-password"))))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordSecretMissing) }, 20*time.Second).Should(BeNumerically(">=", 1))
+		Expect(listNodes(ns)).To(BeEmpty(), "no node starts without its password")
+
+		Expect(k8s.Create(context.Background(), secret(ns, "my-password", "other", "x"))).To(Succeed())
+		Eventually(readyCondition(ns, "mine"), 30*time.Second).Should(And(
+			haveReason(valkeyv1.ReasonPasswordKeyMissing), HaveField("Message", ContainSubstring(`"pw"`))))
+		Expect(listNodes(ns)).To(BeEmpty())
+
+		s := secret(ns, "my-password", "pw", "s3cret")
+		Expect(k8s.Update(context.Background(), s)).To(Succeed())
+		Eventually(func() int { return len(listNodes(ns)) }, 30*time.Second).Should(Equal(1))
+		Expect(readyCondition(ns, "mine")()).To(HaveField("Reason", Not(BeElementOf(valkeyv1.ReasonPasswordSecretMissing, valkeyv1.ReasonPasswordKeyMissing))))
+		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName("mine")}, &corev1.Secret{})).
+			To(Satisfy(apierrors.IsNotFound), "no password is generated when one is named")
+	})
+
+	It("does not generate a new password when the generated Secret is deleted under running nodes", func() {
+		ns := newNamespace()
+		newCluster(ns, "gen", 1, 0)
+		pw := clusterPassword(ns, "gen")
+		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second).Should(Equal(1))
+
+		key := client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName("gen")}
+		Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+		Eventually(readyCondition(ns, "gen"), 20*time.Second).Should(And(
+			haveReason(valkeyv1.ReasonPasswordSecretMissing), HaveField("Message", ContainSubstring(key.Name))))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordSecretMissing) }, 20*time.Second).Should(BeNumerically(">=", 1))
+		Consistently(func() error { return k8s.Get(context.Background(), key, &corev1.Secret{}) }, 12*time.Second).
+			Should(Satisfy(apierrors.IsNotFound), "the old password is not replaced by a new one")
+
+		Expect(k8s.Create(context.Background(), secret(ns, key.Name, valkeyv1.DefaultPasswordKey, pw))).To(Succeed())
+		Eventually(readyCondition(ns, "gen"), 30*time.Second).Should(HaveField("Reason", Not(Equal(valkeyv1.ReasonPasswordSecretMissing))))
+	})
+})

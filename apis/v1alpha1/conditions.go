@@ -99,4 +99,10 @@ const (
 	ConditionProgressing   = "Progressing"
 	ConditionDegraded      = "Degraded"
 	ConditionSlotsAssigned = "SlotsAssigned"
+
+	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
+	// generated Secret, it was deleted while the cluster's servers still use its password.
+	ReasonPasswordSecretMissing = "PasswordSecretMissing"
+	// ReasonPasswordKeyMissing (Ready=False): the password Secret has no value under its key.
+	ReasonPasswordKeyMissing = "PasswordKeyMissing"
 )
