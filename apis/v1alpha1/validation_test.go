@@ -129,6 +129,25 @@ var _ = Describe("ValkeyCluster admission", func() {
 		expectRejected(k8s.Create(ctx, u), "spec.persistence.size")
 	})
 
+	It("refuses adding, changing or removing the password Secret, and accepts other changes beside it", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine"}
+		expectRejected(k8s.Update(ctx, c), "passwordSecret cannot be added, changed or removed")
+
+		d := persistentCluster(ns)
+		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine"}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		Expect(d.Spec.PasswordSecret.Key).To(Equal(v1.DefaultPasswordKey), "key defaulted")
+		d.Spec.Shards = 4
+		Expect(k8s.Update(ctx, d)).To(Succeed())
+		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine", Key: "other"}
+		expectRejected(k8s.Update(ctx, d), "passwordSecret cannot be added, changed or removed")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
+		d.Spec.PasswordSecret = nil
+		expectRejected(k8s.Update(ctx, d), "passwordSecret cannot be added, changed or removed")
+	})
+
 	It("accepts adding persistence to a running cluster", func() {
 		c := persistentCluster(ns)
 		c.Spec.Persistence = nil

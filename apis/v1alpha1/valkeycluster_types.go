@@ -10,6 +10,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
+// +kubebuilder:validation:XValidation:rule="has(self.passwordSecret) == has(oldSelf.passwordSecret) && (!has(self.passwordSecret) || self.passwordSecret == oldSelf.passwordSecret)",message="passwordSecret cannot be added, changed or removed on an existing cluster: its servers keep the password they started with"
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries the 16384 hash slots are split across.
 	// +optional
@@ -51,7 +52,8 @@ type ValkeyClusterSpec struct {
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 
 	// PasswordSecret holds the cluster password. When omitted the operator generates the
-	// Secret <cluster>-auth.
+	// Secret <cluster>-auth. It is fixed when the cluster is created: running servers keep
+	// the password they started with.
 	// +optional
 	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
 }
