@@ -9,17 +9,10 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/test/envtest"
 	"valkey.io/operator/test/valkeyserver"
 	"valkey.io/operator/topologycontroller"
@@ -53,7 +46,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
-	k8s, err = client.New(env.Config, client.Options{Scheme: testScheme()})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 	mgr = startManager(testOptions)
 })
@@ -74,14 +67,7 @@ type runningManager struct {
 }
 
 func startManager(opts topologycontroller.Options) *runningManager {
-	m, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 testScheme(),
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		LeaderElection:         false,
-		Cache:                  cache.Options{ByObject: topologycontroller.CacheOptions()},
-		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	m, err := env.NewManager(topologycontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(topologycontroller.SetupWithManager(m, opts)).To(Succeed())
 	ctx, cancel := context.WithCancel(context.Background())
@@ -104,11 +90,4 @@ func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "topology-"}}
 	Expect(k8s.Create(context.Background(), ns)).To(Succeed())
 	return ns.Name
-}
-
-func testScheme() *runtime.Scheme {
-	s := runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
-	Expect(valkeyv1.AddToScheme(s)).To(Succeed())
-	return s
 }

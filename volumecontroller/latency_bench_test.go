@@ -132,7 +132,7 @@ func benchEnvironment() (client.WithWatch, context.Context, error) {
 		var ctx context.Context
 		ctx, benchStop = context.WithCancel(context.Background())
 		benchEnv = env
-		mgr, err := newManager(env)
+		mgr, err := env.NewManager(volumecontroller.CacheOptions())
 		if err != nil {
 			benchErr = err
 			return
@@ -141,7 +141,7 @@ func benchEnvironment() (client.WithWatch, context.Context, error) {
 			return
 		}
 		go func() { _ = mgr.Start(ctx) }()
-		benchClient, benchErr = client.NewWithWatch(env.Config, client.Options{Scheme: scheme})
+		benchClient, benchErr = env.Client()
 	})
 	return benchClient, context.Background(), benchErr
 }

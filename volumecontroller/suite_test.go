@@ -12,15 +12,11 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -32,7 +28,6 @@ var (
 	env    *envtest.Environment
 	k8s    client.Client
 	cancel context.CancelFunc
-	scheme *runtime.Scheme
 )
 
 func TestVolumeController(t *testing.T) {
@@ -50,10 +45,10 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
-	mgr, err := newManager(env)
+	mgr, err := env.NewManager(volumecontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(volumecontroller.SetupWithManager(mgr, volumecontroller.Options{})).To(Succeed())
-	k8s, err = client.New(env.Config, client.Options{Scheme: scheme})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 
 	var ctx context.Context
@@ -72,24 +67,6 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
-
-// newManager builds a manager like the binary's: the controller's cache filters, no
-// metrics endpoint, no leader election.
-func newManager(env *envtest.Environment) (ctrl.Manager, error) {
-	scheme = runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	if err := valkeyv1.AddToScheme(scheme); err != nil {
-		return nil, err
-	}
-	return ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: volumecontroller.CacheOptions()},
-	})
-}
 
 // clusterUID is the UID of the (absent) ValkeyCluster the test nodes say they belong to.
 const clusterUID = "2c1b6a2e-0000-4000-8000-0000000000c1"

@@ -11,14 +11,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -29,7 +25,6 @@ import (
 var (
 	env    *envtest.Environment
 	k8s    client.Client
-	scheme *runtime.Scheme
 	cancel context.CancelFunc
 )
 
@@ -48,20 +43,10 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
-	scheme = runtime.NewScheme()
-	Expect(clientgoscheme.AddToScheme(scheme)).To(Succeed())
-	Expect(valkeyv1.AddToScheme(scheme)).To(Succeed())
-	// A manager like the binary's: the controller's cache filters, no metrics endpoint, no
-	// leader election.
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-		Scheme:                 scheme,
-		Metrics:                metricsserver.Options{BindAddress: "0"},
-		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: workloadcontroller.CacheOptions()},
-	})
+	mgr, err := env.NewManager(workloadcontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{})).To(Succeed())
-	k8s, err = client.New(env.Config, client.Options{Scheme: scheme})
+	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 
 	var ctx context.Context

@@ -8,11 +8,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
 	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
@@ -22,7 +29,7 @@ const K8sVersion = "v1.37.2"
 
 // RepoRoot is the repository's top folder.
 func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
+	_, file, _, _ := goruntime.Caller(0)
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
@@ -76,3 +83,41 @@ func Start() (*Environment, error) {
 
 // Stop stops the API server and etcd.
 func (e *Environment) Stop() error { return e.Environment.Stop() }
+
+// Scheme holds the Kubernetes built-in types and the operator's API.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := scheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := valkeyv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Client is a client of the test API server with Scheme, able to watch.
+func (e *Environment) Client() (client.WithWatch, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(e.Config, client.Options{Scheme: s})
+}
+
+// NewManager is a manager like a controller binary's, with that controller's cache filters
+// (byObject), but no metrics endpoint, health probes or leader election. Several may be
+// made in one process (a suite that stops and restarts its controller).
+func (e *Environment) NewManager(byObject map[client.Object]cache.ByObject) (ctrl.Manager, error) {
+	s, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	return ctrl.NewManager(e.Config, ctrl.Options{
+		Scheme:                 s,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: byObject},
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+}
