@@ -7,6 +7,7 @@ import (
 	"net"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -72,6 +73,13 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	cs := newConns(password, r.Opts.DialTimeout, r.Opts.CommandTimeout)
 	defer cs.close()
 	st := r.observe(ctx, vc, nodes, cs)
+	if pe := passwordRefused(st, ref); pe != nil {
+		// Acting on the servers that still answer could misjudge the others as lost.
+		if err := r.reportPassword(ctx, vc, pe); err != nil {
+			return ctrl.Result{}, err
+		}
+		return ctrl.Result{RequeueAfter: passwordRecheck}, nil
+	}
 	computeJoined(st)
 
 	phaseErr := r.converge(ctx, st)
@@ -133,6 +141,31 @@ type member struct {
 	view  []clusterNode
 	repl  map[string]string
 	state string // cluster_state
+}
+
+// passwordRefused reports servers that refuse the password: the Secret's value was changed
+// after they started with another one.
+func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordError {
+	var names []string
+	for _, n := range st.nodes {
+		if m := st.members[n.Name]; m != nil && m.err != nil && isAuthError(m.err) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &passwordError{valkeyv1.ReasonPasswordRejected, fmt.Sprintf(
+		"%d of %d servers refuse the password in Secret %s (%s): it was changed after they started; "+
+			"nothing is done in Valkey until they accept it: put back the value they started with",
+		len(names), len(st.members), ref.Name, strings.Join(names, ", "))}
+}
+
+// isAuthError tells a refused password from an unreachable server.
+func isAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
+		strings.Contains(s, "without any password configured") || strings.Contains(s, "invalid password")
 }
 
 func (m *member) reachable() bool { return m != nil && m.self != nil }

@@ -105,4 +105,7 @@ const (
 	ReasonPasswordSecretMissing = "PasswordSecretMissing"
 	// ReasonPasswordKeyMissing (Ready=False): the password Secret has no value under its key.
 	ReasonPasswordKeyMissing = "PasswordKeyMissing"
+	// ReasonPasswordRejected (Ready=False): servers refuse the password in the Secret (its
+	// value was changed after they started); nothing is done in Valkey until they accept it.
+	ReasonPasswordRejected = "PasswordRejected"
 )
