@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
 
@@ -48,7 +49,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The node reconciler reports Drained=True ClusterDeleting on the nodes.
 		return ctrl.Result{}, nil
 	}
-	return r.reconcileNormal(ctx, &vc)
+	res, err := r.reconcileNormal(ctx, &vc)
+	if err != nil {
+		return requeue.Settle(ctx, err)
+	}
+	return res, nil
 }
 
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {

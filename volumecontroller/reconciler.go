@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
 
@@ -63,19 +64,19 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		base := node.DeepCopy()
 		controllerutil.AddFinalizer(node, valkeyv1.PVCProtectionFinalizer)
 		if err := r.Patch(ctx, node, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
-			return ctrl.Result{}, fmt.Errorf("add finalizer %s: %w", valkeyv1.PVCProtectionFinalizer, err)
+			return requeue.Settle(ctx, fmt.Errorf("add finalizer %s: %w", valkeyv1.PVCProtectionFinalizer, err))
 		}
 	}
 
 	if !node.DeletionTimestamp.IsZero() {
 		rep, gone, err := r.reconcileDelete(ctx, node)
 		if gone {
-			return ctrl.Result{}, err
+			return requeue.Settle(ctx, err)
 		}
-		return ctrl.Result{}, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep)))
+		return requeue.Settle(ctx, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	}
 	rep, err := r.reconcileNormal(ctx, node)
-	return ctrl.Result{}, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep)))
+	return requeue.Settle(ctx, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 }
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
 
@@ -101,7 +102,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if applyErr := r.applyStatus(ctx, node, res); applyErr != nil && !apierrors.IsNotFound(applyErr) {
 		err = errors.Join(err, applyErr)
 	}
-	return ctrl.Result{}, err
+	return requeue.Settle(ctx, err)
 }
 
 // observe reads the node's workload, ConfigMap and pod from the cache.

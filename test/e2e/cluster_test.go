@@ -265,7 +265,7 @@ var _ = Describe("Each controller's permissions", func() {
 				Expect(p.Spec.ServiceAccountName).To(Equal("valkey-" + c + "-controller"))
 				logs, err := kubectl("-n", operatorNamespace, "logs", p.Name)
 				Expect(err).NotTo(HaveOccurred())
-				Expect(strings.ToLower(logs)).NotTo(ContainSubstring("forbidden"), "%s logs", p.Name)
+				Expect(rbacDenials(logs)).To(BeEmpty(), "permission errors in the log of %s", p.Name)
 			}
 		}
 		for _, tc := range []struct {

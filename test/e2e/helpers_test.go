@@ -294,3 +294,23 @@ func nodeIDs(c *v1.ValkeyCluster) map[string]string {
 	}
 	return out
 }
+
+// rbacDenials are the log lines that report a request the API server's authorizer refused
+// ("<resource> is forbidden: User \"system:serviceaccount:...\" cannot <verb> ..."). Other
+// refusals that also say "forbidden" (admission, such as a namespace being terminated) are
+// printed but are not permission errors.
+func rbacDenials(logs string) []string {
+	var out []string
+	for _, line := range strings.Split(logs, "\n") {
+		l := strings.ToLower(line)
+		if !strings.Contains(l, "forbidden") {
+			continue
+		}
+		if strings.Contains(l, `forbidden: user \"system:serviceaccount:`) || strings.Contains(l, `forbidden: user "system:serviceaccount:`) {
+			out = append(out, line)
+		} else {
+			GinkgoWriter.Printf("refused by admission, not by RBAC: %s\n", line)
+		}
+	}
+	return out
+}
