@@ -168,6 +168,19 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 	}
 	next := RollOrder(cands)[0]
 	n := byName[next.Name]
+	if next.Primary {
+		// A replica whose new template waits for its claim (persistence being enabled)
+		// will want a roll too: it goes first, or its primary would be failed over twice.
+		for _, o := range st.nodes {
+			c := status.Get(o.Status.Conditions, valkeyv1.ConditionRollPending)
+			m := st.members[o.Name]
+			if o.DeletionTimestamp.IsZero() && c != nil && c.Reason == valkeyv1.ReasonWaitingForVolume &&
+				!(m.reachable() && m.self.primary()) {
+				waitAll("replicas roll first: waiting for the claim of " + o.Name)
+				return acted, nil
+			}
+		}
+	}
 	if ok, why := stableFor(st, n.Name); !ok {
 		waitAll("waiting for the cluster to settle: " + why)
 		return acted, nil

@@ -315,6 +315,36 @@ var _ = Describe("Topology controller", func() {
 		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
 	})
 
+	It("holds a primary's roll while a replica's roll waits for its claim, so the replica still goes first", func() {
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newCluster(ns, "w", 1, 1)
+		pw := clusterPassword(ns, "w")
+		Eventually(clusterReady(ns, "w"), formTimeout).Should(Succeed())
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		primary, replica := valkeyv1.NodeName("w", 0, 0), valkeyv1.NodeName("w", 0, 1)
+		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+
+		f.setWaitVolume(replica, true)
+		patchSpec(ns, "w", `{"image":"valkey/valkey:8.1.1"}`)
+		Eventually(func(g Gomega) {
+			c := status.Get(getNode(ns, primary).Status.Conditions, valkeyv1.ConditionRollApproved)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Reason).To(Equal(valkeyv1.ReasonWaitingForTurn))
+			g.Expect(c.Message).To(ContainSubstring("waiting for the claim of " + replica))
+		}, 30*time.Second).Should(Succeed())
+		Consistently(func() int { _, a := f.stats(); return len(a) }, 3*time.Second).Should(BeZero(), "no approval while the replica waits")
+
+		f.setWaitVolume(replica, false)
+		Eventually(func() int { _, a := f.stats(); return len(a) }, 2*time.Minute).Should(Equal(2))
+		_, approvals := f.stats()
+		Expect(approvals[0].node).To(Equal(replica), "the replica rolls first")
+		Expect(approvals[1].node).To(Equal(primary))
+		Expect(approvals[1].reason).To(Equal(valkeyv1.ReasonFailedOver))
+		Eventually(clusterReady(ns, "w"), 60*time.Second).Should(Succeed())
+	})
+
 	It("rolls primaries without replica one at a time with a clear status, and gives a lost node's slots to its successor", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)

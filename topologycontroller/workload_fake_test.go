@@ -44,6 +44,9 @@ type fakeWorkload struct {
 	image  map[string]string // image the node's server "runs"
 	gen    map[string]int64  // generation last reported
 	empty  map[string]bool   // the next restart loses /data
+	// waitVolume reports the node's roll as waiting for its claim (RollPending=False,
+	// WaitingForVolume), as when persistence is being enabled.
+	waitVolume map[string]bool
 	cancel context.CancelFunc
 	done   chan struct{}
 
@@ -58,7 +61,7 @@ type approval struct {
 
 func startFakeWorkload(ns string) *fakeWorkload {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, image: map[string]string{}, gen: map[string]int64{}, empty: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, image: map[string]string{}, gen: map[string]int64{}, empty: map[string]bool{}, waitVolume: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
 	go func() {
 		defer GinkgoRecover()
 		defer close(f.done)
@@ -224,7 +227,10 @@ func (f *fakeWorkload) report(ctx context.Context, n *valkeyv1.ValkeyNode, ready
 
 func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, reason, ip string) error {
 	roll := status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "")
-	if f.roll[n.Name] {
+	switch {
+	case f.waitVolume[n.Name]:
+		roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonWaitingForVolume, "")
+	case f.roll[n.Name]:
 		roll = status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged, "")
 	}
 	f.gen[n.Name] = n.Generation
@@ -235,6 +241,15 @@ func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, 
 			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(n.Name), PodName: valkeyv1.WorkloadName(n.Name) + "-0", PodIP: ip,
 		}},
 	})
+}
+
+// setWaitVolume holds (or releases) a node's roll as waiting for its claim; the next tick
+// reports it again.
+func (f *fakeWorkload) setWaitVolume(name string, wait bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.waitVolume[name] = wait
+	f.gen[name] = 0
 }
 
 // server returns the running server of a node.
