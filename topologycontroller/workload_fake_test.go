@@ -37,18 +37,18 @@ func newPodIP() string {
 // finalizer, the volume controller's wait for Drained): it runs a real server per ValkeyNode
 // and reports status.workload, WorkloadReady and RollPending with the workload field manager.
 type fakeWorkload struct {
-	ns     string
-	mu     sync.Mutex
-	srv    map[string]*valkeyserver.Server
-	roll   map[string]bool   // roll pending: the spec's image differs from the running one
-	image  map[string]string // image the node's server "runs"
-	gen    map[string]int64  // generation last reported
-	empty  map[string]bool   // the next restart loses /data
+	ns    string
+	mu    sync.Mutex
+	srv   map[string]*valkeyserver.Server
+	roll  map[string]bool   // roll pending: the spec's image differs from the running one
+	image map[string]string // image the node's server "runs"
+	gen   map[string]int64  // generation last reported
+	empty map[string]bool   // the next restart loses /data
 	// waitVolume reports the node's roll as waiting for its claim (RollPending=False,
 	// WaitingForVolume), as when persistence is being enabled.
 	waitVolume map[string]bool
-	cancel context.CancelFunc
-	done   chan struct{}
+	cancel     context.CancelFunc
+	done       chan struct{}
 
 	maxApproved int
 	approvals   []approval
