@@ -251,19 +251,33 @@ func (r *Reconciler) applyClusterStatus(ctx context.Context, st *clusterState) e
 		status.Condition(valkeyv1.ConditionDegraded, len(degraded) > 0, reason, truncate(dmsg, 1000)),
 		status.Condition(valkeyv1.ConditionSlotsAssigned, slots == TotalSlots, sreason, smsg),
 	}
-	fields := map[string]any{
-		"observedGeneration": vc.Generation,
-		"shards":             int32(shards),
-		"readyShards":        int32(readyShards),
-		"nodes":              int32(len(st.nodes)),
-		"readyNodes":         int32(readyNodes),
-		"slotsAssigned":      int32(slots),
-	}
+	return r.writeClusterStatus(ctx, vc, conds, clusterCounts{
+		Shards: int32(shards), ReadyShards: int32(readyShards), Nodes: int32(len(st.nodes)),
+		ReadyNodes: int32(readyNodes), SlotsAssigned: int32(slots),
+	})
+}
+
+// clusterCounts are the ValkeyCluster's status counters.
+type clusterCounts struct {
+	Shards, ReadyShards, Nodes, ReadyNodes, SlotsAssigned int32
+}
+
+// writeClusterStatus applies the cluster's conditions and counters for its current
+// generation, unless the status already says so.
+func (r *Reconciler) writeClusterStatus(ctx context.Context, vc *valkeyv1.ValkeyCluster, conds []metav1.Condition, c clusterCounts) error {
 	cur := vc.Status
-	if cur.ObservedGeneration == vc.Generation && cur.Shards == int32(shards) && cur.ReadyShards == int32(readyShards) &&
-		cur.Nodes == int32(len(st.nodes)) && cur.ReadyNodes == int32(readyNodes) && cur.SlotsAssigned == int32(slots) &&
+	if cur.ObservedGeneration == vc.Generation && cur.Shards == c.Shards && cur.ReadyShards == c.ReadyShards &&
+		cur.Nodes == c.Nodes && cur.ReadyNodes == c.ReadyNodes && cur.SlotsAssigned == c.SlotsAssigned &&
 		sameClusterConditions(cur.Conditions, conds) {
 		return nil
+	}
+	fields := map[string]any{
+		"observedGeneration": vc.Generation,
+		"shards":             c.Shards,
+		"readyShards":        c.ReadyShards,
+		"nodes":              c.Nodes,
+		"readyNodes":         c.ReadyNodes,
+		"slotsAssigned":      c.SlotsAssigned,
 	}
 	return r.status.Apply(ctx, vc, vc.Status.Conditions, status.Status{Conditions: conds, Fields: fields})
 }
@@ -313,16 +327,8 @@ func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyClus
 		}
 	}
 	cur := vc.Status
-	fields := map[string]any{
-		"observedGeneration": vc.Generation,
-		"shards":             cur.Shards,
-		"readyShards":        cur.ReadyShards,
-		"nodes":              cur.Nodes,
-		"readyNodes":         cur.ReadyNodes,
-		"slotsAssigned":      cur.SlotsAssigned,
-	}
-	if cur.ObservedGeneration == vc.Generation && sameClusterConditions(cur.Conditions, conds) {
-		return nil
-	}
-	return r.status.Apply(ctx, vc, vc.Status.Conditions, status.Status{Conditions: conds, Fields: fields})
+	return r.writeClusterStatus(ctx, vc, conds, clusterCounts{
+		Shards: cur.Shards, ReadyShards: cur.ReadyShards, Nodes: cur.Nodes,
+		ReadyNodes: cur.ReadyNodes, SlotsAssigned: cur.SlotsAssigned,
+	})
 }
