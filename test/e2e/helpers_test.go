@@ -136,13 +136,27 @@ func clusterClient(c *v1.ValkeyCluster) valkey.Client {
 
 // info runs INFO <section> on a node and returns its fields.
 func info(n v1.ValkeyNode, pw, section string) map[string]string {
-	vc := nodeClient(n, pw)
+	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
+	m, err := infoAt(ctx, n.Status.Workload.PodIP, pw, section, 5*time.Second)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "INFO %s on %s", section, n.Name)
+	return m
+}
+
+// infoAt runs INFO <section> on the server at podIP within timeout; for observers that run
+// beside a spec and skip a server that does not answer.
+func infoAt(c context.Context, podIP, pw, section string, timeout time.Duration) (map[string]string, error) {
+	vc, err := dialNode(podIP, pw)
+	if err != nil {
+		return nil, err
+	}
 	defer vc.Close()
-	c, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, cancel := context.WithTimeout(c, timeout)
 	defer cancel()
 	s, err := vc.Do(c, vc.B().Info().Section(section).Build()).ToString()
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return parseInfo(s)
+	if err != nil {
+		return nil, err
+	}
+	return parseInfo(s), nil
 }
 
 // parseInfo reads INFO and CLUSTER INFO replies ("key:value" lines; RESP3 servers send them as

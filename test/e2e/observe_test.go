@@ -146,19 +146,12 @@ func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, p
 		if p.Name == n.Name || p.Spec.Shard != n.Spec.Shard || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
 			continue
 		}
-		vc, err := dialNode(p.Status.Workload.PodIP, pw)
-		if err != nil {
-			continue
-		}
-		octx, cancel := context.WithTimeout(ctx, 2*time.Second)
-		s, err := vc.Do(octx, vc.B().Info().Section("replication").Build()).ToString()
-		cancel()
-		vc.Close()
+		m, err := infoAt(ctx, p.Status.Workload.PodIP, pw, "replication", 2*time.Second)
 		if err != nil {
 			continue
 		}
 		answered = true
-		if parseInfo(s)["role"] == "master" {
+		if m["role"] == "master" {
 			return v1.RoleReplica
 		}
 	}
@@ -209,18 +202,10 @@ func watchFullSyncs(c *v1.ValkeyCluster, pw string) *fullSyncs {
 			if n.Status.Workload == nil || n.Status.Workload.PodIP == "" {
 				continue
 			}
-			vc, err := dialNode(n.Status.Workload.PodIP, pw)
+			m, err := infoAt(wctx, n.Status.Workload.PodIP, pw, "everything", 2*time.Second)
 			if err != nil {
 				continue
 			}
-			octx, cancel := context.WithTimeout(wctx, 2*time.Second)
-			s, err := vc.Do(octx, vc.B().Info().Section("everything").Build()).ToString()
-			cancel()
-			vc.Close()
-			if err != nil {
-				continue
-			}
-			m := parseInfo(s)
 			run, v := m["run_id"], intField(m, "sync_full")
 			if _, ok := f.first[run]; !ok {
 				f.first[run] = v
