@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // forgettable lists the IDs of the seed's view that should be forgotten: no ValkeyNode
@@ -42,7 +44,7 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 	if st.seed == nil {
 		return false, nil
 	}
-	ids := forgettable(st, func(addr string) bool { return dialable(addr, r.Opts.DialTimeout) })
+	ids := forgettable(st, func(addr string) bool { return dialable(addr, r.Options.DialTimeout) })
 	if len(ids) == 0 {
 		return false, nil
 	}
@@ -55,7 +57,7 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 				return true, err
 			}
 		}
-		r.event(st, nil, corev1.EventTypeNormal, "Forget", "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
+		r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
 	}
 	st.wait("forgetting stale node IDs", short)
 	return true, nil

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // meet brings every ready node into the seed's cluster, at the address its pod has now:
@@ -40,7 +42,7 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 			if err := meetAt(ctx, st.cs, st.seed.addr, m.addr); err != nil {
 				return acted, err
 			}
-			r.event(st, m.node, corev1.EventTypeNormal, "Meet", "ClusterMeet", "node %s (%s) met at %s", m.node.Name, short8(m.id()), m.addr)
+			r.event(st, m.node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.node.Name, short8(m.id()), m.addr)
 			acted = true
 		}
 	}
@@ -120,7 +122,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		if err := st.cs.ok(ctx, m.addr, "CLUSTER", "REPLICATE", p.id()); err != nil {
 			return acted, err
 		}
-		r.event(st, m.node, corev1.EventTypeNormal, "Replicate", "ClusterReplicate", "node %s replicates %s (%s)", m.node.Name, p.node.Name, short8(p.id()))
+		r.event(st, m.node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.node.Name, p.node.Name, short8(p.id()))
 		acted = true
 	}
 	if acted {

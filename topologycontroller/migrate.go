@@ -3,11 +3,14 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	corev1 "k8s.io/api/core/v1"
 	"net"
 	"sort"
 	"strconv"
 	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // slotsPerBatch is how many slots move together: their SETSLOT and GETKEYSINSLOT commands
@@ -70,8 +73,8 @@ func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int
 	if err != nil {
 		return err
 	}
-	batch := strconv.Itoa(r.Opts.MigrationBatchSize)
-	timeout := strconv.Itoa(int(r.Opts.CommandTimeout / time.Millisecond))
+	batch := strconv.Itoa(r.Options.MigrationBatchSize)
+	timeout := strconv.Itoa(int(r.Options.CommandTimeout / time.Millisecond))
 	pending := slots
 	for len(pending) > 0 {
 		cmds := make([][]string, 0, len(pending))
@@ -176,7 +179,7 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 		if err := r.migrateSlots(ctx, st, groups[p], src, dst); err != nil {
 			return true, fmt.Errorf("finish migration of slots %v: %w", groups[p], err)
 		}
-		r.event(st, dst.node, corev1.EventTypeNormal, "Migrating", "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", len(groups[p]), src.node.Name, dst.node.Name)
+		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", len(groups[p]), src.node.Name, dst.node.Name)
 	}
 	st.migrating = true
 	st.wait(fmt.Sprintf("finished %d interrupted slot migrations", len(open)), short)

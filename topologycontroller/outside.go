@@ -6,65 +6,73 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
-// nodeReconciler writes the topology conditions of the ValkeyNodes the cluster reconciler
-// does not handle: nodes outside any cluster (NotInCluster) and nodes whose ValkeyCluster
-// is gone or being deleted (Drained=True ClusterDeleting: there is nothing to drain to).
-type nodeReconciler struct {
-	Client client.Client
-	status status.Applier
+// outsideReconciler writes the topology conditions of the ValkeyNodes the cluster
+// reconciler does not handle: nodes outside any cluster (NotInCluster) and nodes whose
+// ValkeyCluster is gone or being deleted (Drained=True ClusterDeleting: there is nothing to
+// drain to).
+type outsideReconciler struct {
+	client.Client
+	Status status.Applier
 }
 
-func (r *nodeReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var n valkeyv1.ValkeyNode
-	if err := r.Client.Get(ctx, req.NamespacedName, &n); err != nil {
+	if err := r.Get(ctx, req.NamespacedName, &n); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if n.Spec.ClusterName == "" {
+		return ctrl.Result{}, r.Status.ApplyNode(ctx, &n, aloneShare(&n))
+	}
+	var vc valkeyv1.ValkeyCluster
+	err := r.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.ClusterName}, &vc)
+	if err != nil && !isNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	if err == nil && vc.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // the cluster reconciler owns this node's status
+	}
+	if n.DeletionTimestamp.IsZero() {
+		return ctrl.Result{}, nil // garbage collection deletes it with its cluster
+	}
+	return ctrl.Result{}, r.Status.ApplyNode(ctx, &n, orphanShare(&n))
+}
+
+// aloneShare is the status of a node outside any cluster.
+func aloneShare(n *valkeyv1.ValkeyNode) status.TopologyShare {
+	conds := []metav1.Condition{status.Condition(valkeyv1.ConditionClusterJoined, false, valkeyv1.ReasonNotInCluster, "the node belongs to no ValkeyCluster and runs alone")}
+	if !n.DeletionTimestamp.IsZero() {
+		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonNotInCluster, "the node belongs to no cluster: nothing to drain"))
+	}
+	return status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}
+}
+
+// orphanShare is the status of a node being deleted whose cluster is gone or going.
+func orphanShare(n *valkeyv1.ValkeyNode) status.TopologyShare {
 	var conds []metav1.Condition
-	switch {
-	case n.Spec.ClusterName == "":
-		conds = append(conds, status.Condition(valkeyv1.ConditionClusterJoined, false, valkeyv1.ReasonNotInCluster, "the node belongs to no ValkeyCluster and runs alone"))
-		if !n.DeletionTimestamp.IsZero() {
-			conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonNotInCluster, "the node belongs to no cluster: nothing to drain"))
-		}
-	default:
-		var vc valkeyv1.ValkeyCluster
-		err := r.Client.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.ClusterName}, &vc)
-		if err != nil && !isNotFound(err) {
-			return ctrl.Result{}, err
-		}
-		if err == nil && vc.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, nil // the cluster reconciler owns this node's status
-		}
-		if n.DeletionTimestamp.IsZero() {
-			return ctrl.Result{}, nil // garbage collection deletes it with its cluster
-		}
-		joined := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined)
-		if joined != nil {
-			conds = append(conds, *joined)
-		}
-		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonClusterDeleting, "the ValkeyCluster is gone or being deleted: nothing to drain to"))
+	if joined := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined); joined != nil {
+		conds = append(conds, *joined)
 	}
-	if sameConditions(n.Status.Conditions, conds) && sameGeneration(&n, conds) {
-		return ctrl.Result{}, nil
-	}
-	return ctrl.Result{}, r.status.Apply(ctx, &n, n.Status.Conditions, status.Status{Conditions: conds, Fields: map[string]any{"topology": n.Status.Topology}})
+	conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonClusterDeleting, "the ValkeyCluster is gone or being deleted: nothing to drain to"))
+	return status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}
 }
 
 // nodesOfCluster maps a ValkeyCluster event to its nodes (its deletion opens their drain).
-func (r *nodeReconciler) nodesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+func (r *outsideReconciler) nodesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	var list valkeyv1.ValkeyNodeList
-	if err := r.Client.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{valkeyv1.LabelCluster: o.GetName()}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{valkeyv1.LabelCluster: o.GetName()}); err != nil {
+		log.FromContext(ctx).Error(err, "list the ValkeyNodes of a ValkeyCluster", "cluster", client.ObjectKeyFromObject(o))
 		return nil
 	}
 	out := make([]reconcile.Request, 0, len(list.Items))
-	for _, n := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&n)})
+	for i := range list.Items {
+		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
 	}
 	return out
 }

@@ -47,8 +47,7 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 	if !status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 		return false
 	}
-	o := st.out[n.Name]
-	return o != nil && o.joined.Status == metav1.ConditionTrue
+	return st.joined(n)
 }
 
 // stableFor tells whether every node but skip is joined and ready and the slots are settled:
@@ -64,7 +63,7 @@ func stableFor(st *clusterState, skip string) (bool, string) {
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 			return false, n.Name + " is not ready"
 		}
-		if o := st.out[n.Name]; o == nil || o.joined.Status != metav1.ConditionTrue {
+		if !st.joined(n) {
 			return false, n.Name + " is not joined"
 		}
 		if m := st.members[n.Name]; m.reachable() && m.state != "ok" {
@@ -85,10 +84,42 @@ func stableFor(st *clusterState, skip string) (bool, string) {
 // rolls approves pod rolls: at most one ready node per cluster at a time, replicas first,
 // a primary only after its most up-to-date replica took over; a node whose pod is not
 // ready serves nothing and is approved at once. Approvals are counted from the API server,
-// not from memory or a possibly stale cache.
+// not from memory or a possibly stale cache. Steps: clear finished rolls, approve the pods
+// that are not ready, pick the next node, hand it over.
 func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) {
-	var pending []*valkeyv1.ValkeyNode
-	anyApproved := false
+	pending, anyApproved := rollRequests(st)
+	if !anyApproved && len(pending) == 0 {
+		return false, nil
+	}
+	active, cleared, err := r.clearFinishedRolls(ctx, st)
+	if err != nil {
+		return false, err
+	}
+	ready, acted := r.approveNotReady(st, pending)
+	if len(ready) == 0 {
+		return acted, nil
+	}
+	if active > 0 || cleared {
+		// After a clear, the next approval waits for the next round: the clear is written
+		// first, so two nodes are never seen approved at once.
+		waitForTurn(st, ready, "another node of the cluster is rolling")
+		return acted || cleared, nil
+	}
+	next, primary, why := pickNextRoll(st, ready)
+	if next == nil {
+		waitForTurn(st, ready, why)
+		return acted, nil
+	}
+	if err := r.handOver(ctx, st, next, primary); err != nil {
+		return true, err
+	}
+	waitForTurn(st, ready, "another node of the cluster is rolling")
+	return true, nil
+}
+
+// rollRequests are the nodes whose roll is pending for their current generation and not
+// approved yet; anyApproved tells whether some node (as cached) is approved.
+func rollRequests(st *clusterState) (pending []*valkeyv1.ValkeyNode, anyApproved bool) {
 	for _, n := range st.nodes {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			anyApproved = true
@@ -98,15 +129,16 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 			pending = append(pending, n)
 		}
 	}
-	if !anyApproved && len(pending) == 0 {
-		return false, nil
-	}
-	// Fresh from the API: which nodes are approved right now.
+	return pending, anyApproved
+}
+
+// clearFinishedRolls withdraws the approval of nodes that are back from their roll, and
+// counts the approved nodes still rolling, fresh from the API server.
+func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (active int, cleared bool, err error) {
 	var list valkeyv1.ValkeyNodeList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.cluster.Name}); err != nil {
-		return false, fmt.Errorf("list ValkeyNodes: %w", err)
+		return 0, false, fmt.Errorf("list ValkeyNodes: %w", err)
 	}
-	active, cleared := 0, false
 	for i := range list.Items {
 		n := &list.Items[i]
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
@@ -114,52 +146,53 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 		}
 		if rollDone(st, n) {
 			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
-			r.event(st, n, corev1.EventTypeNormal, "RollFinished", "Roll", "%s is back and joined after its roll", n.Name)
+			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
 			cleared = true
 			continue
 		}
-		if !n.DeletionTimestamp.IsZero() {
-			continue // a node being deleted does not hold the others back
+		if n.DeletionTimestamp.IsZero() {
+			active++ // a node being deleted does not hold the others back
 		}
-		active++
 	}
-	acted := false
-	var ready []*valkeyv1.ValkeyNode
+	return active, cleared, nil
+}
+
+// approveNotReady approves at once the pending nodes whose pod is not ready (they serve
+// nothing) and returns the others.
+func (r *Reconciler) approveNotReady(st *clusterState, pending []*valkeyv1.ValkeyNode) (ready []*valkeyv1.ValkeyNode, acted bool) {
 	for _, n := range pending {
-		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
-			st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "pod not ready: it serves nothing")
-			r.event(st, n, corev1.EventTypeNormal, "RollApproved", "Roll", "roll of %s approved: its pod is not ready", n.Name)
-			acted = true
+		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
+			ready = append(ready, n)
 			continue
 		}
-		ready = append(ready, n)
+		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "pod not ready: it serves nothing")
+		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: its pod is not ready", n.Name)
+		acted = true
 	}
-	if len(ready) == 0 {
-		return acted, nil
-	}
-	waitAll := func(msg string) {
-		for _, n := range ready {
-			if st.roll[n.Name] == nil {
-				st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, msg)
-			}
+	return ready, acted
+}
+
+// waitForTurn marks the nodes not decided this round as waiting, with why.
+func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
+	for _, n := range nodes {
+		if st.roll[n.Name] == nil {
+			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
 		}
 	}
-	if active > 0 || cleared {
-		// After a clear, the next approval waits for the next round: the clear is written
-		// first, so two nodes are never seen approved at once.
-		waitAll("another node of the cluster is rolling")
-		return acted || cleared, nil
-	}
+}
+
+// pickNextRoll chooses the node to roll next among ready ones (replicas first) and whether
+// it is a primary that owns slots; nil with the reason when none may go now.
+func pickNextRoll(st *clusterState, ready []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
 	// Choose the order only once the workload controller has looked at every node's
 	// current spec: a replica whose roll is not reported yet must still go first.
 	for _, n := range st.nodes {
 		c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending)
 		if n.DeletionTimestamp.IsZero() && (c == nil || c.ObservedGeneration != n.Generation) {
-			waitAll("waiting for the workload controller to evaluate " + n.Name)
-			return acted, nil
+			return nil, false, "waiting for the workload controller to evaluate " + n.Name
 		}
 	}
-	var cands []RollCandidate
+	cands := make([]RollCandidate, 0, len(ready))
 	byName := map[string]*valkeyv1.ValkeyNode{}
 	for _, n := range ready {
 		m := st.members[n.Name]
@@ -167,48 +200,55 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 		byName[n.Name] = n
 	}
 	next := RollOrder(cands)[0]
-	n := byName[next.Name]
 	if next.Primary {
-		// A replica whose new template waits for its claim (persistence being enabled)
-		// will want a roll too: it goes first, or its primary would be failed over twice.
-		for _, o := range st.nodes {
-			c := status.Get(o.Status.Conditions, valkeyv1.ConditionRollPending)
-			m := st.members[o.Name]
-			if o.DeletionTimestamp.IsZero() && c != nil && c.Reason == valkeyv1.ReasonWaitingForVolume &&
-				!(m.reachable() && m.self.primary()) {
-				waitAll("replicas roll first: waiting for the claim of " + o.Name)
-				return acted, nil
-			}
+		if o := replicaWaitingForVolume(st); o != nil {
+			return nil, false, "replicas roll first: waiting for the claim of " + o.Name
 		}
 	}
-	if ok, why := stableFor(st, n.Name); !ok {
-		waitAll("waiting for the cluster to settle: " + why)
-		return acted, nil
+	if ok, why := stableFor(st, next.Name); !ok {
+		return nil, false, "waiting for the cluster to settle: " + why
 	}
+	return byName[next.Name], next.Primary, ""
+}
+
+// replicaWaitingForVolume is a node (not a primary) whose new template waits for its claim
+// (persistence being enabled): it will want a roll too and goes before any primary, or
+// that primary would be failed over twice.
+func replicaWaitingForVolume(st *clusterState) *valkeyv1.ValkeyNode {
+	for _, o := range st.nodes {
+		c := status.Get(o.Status.Conditions, valkeyv1.ConditionRollPending)
+		m := st.members[o.Name]
+		if o.DeletionTimestamp.IsZero() && c != nil && c.Reason == valkeyv1.ReasonWaitingForVolume &&
+			!(m.reachable() && m.self.primary()) {
+			return o
+		}
+	}
+	return nil
+}
+
+// handOver approves n's roll: a replica at once; a primary without a synced replica with a
+// warning (its slots are unavailable while it restarts); any other primary after its most
+// up-to-date replica took over.
+func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, primary bool) error {
 	m := st.members[n.Name]
 	switch {
-	case !next.Primary:
+	case !primary:
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
-		r.event(st, n, corev1.EventTypeNormal, "RollApproved", "Roll", "roll of replica %s approved", n.Name)
+		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
 	case len(syncedReplicas(st, m)) == 0:
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		r.event(st, n, corev1.EventTypeWarning, "RollWithoutReplica", "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.slotCount())
+		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.slotCount())
 	default:
 		// Tell the world first, then fail over, then approve.
 		if err := r.applyRollOnly(ctx, st, n, rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
-			return acted, err
+			return err
 		}
 		if err := r.failover(ctx, st, m, "roll"); err != nil {
 			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failover not done yet: "+err.Error())
-			return true, nil
+			return nil
 		}
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
-		r.event(st, n, corev1.EventTypeNormal, "RollApproved", "Roll", "roll of %s approved after failover", n.Name)
+		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	}
-	for _, o := range ready {
-		if o != n && st.roll[o.Name] == nil {
-			st.roll[o.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, "another node of the cluster is rolling")
-		}
-	}
-	return true, nil
+	return nil
 }

@@ -139,11 +139,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(Name),
-		Opts:      opts,
-		status:    status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerTopology},
+		Options:   opts,
+		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("valkeycluster").
+		Named("topology").
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
@@ -154,13 +154,35 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Complete(r); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
 	}
-	nr := &nodeReconciler{Client: mgr.GetClient(), status: r.status}
+	nr := &outsideReconciler{Client: mgr.GetClient(), Status: r.Status}
 	if err := ctrl.NewControllerManagedBy(mgr).
-		Named("valkeynode-outside-cluster").
+		Named("topology-outside-cluster").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(nr.nodesOfCluster)).
 		Complete(nr); err != nil {
 		return fmt.Errorf("set up ValkeyNode controller: %w", err)
 	}
 	return nil
+}
+
+// nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and
+// deletion, a spec change, the start of deletion, the workload's conditions, and a new pod IP.
+func nodeChanged() predicate.Predicate {
+	return predicate.Or[client.Object](
+		predicate.GenerationChangedPredicate{},
+		status.DeletionChanged(),
+		status.ConditionChanged(valkeyv1.ConditionWorkloadReady, valkeyv1.ConditionRollPending),
+		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
+			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
+			return ok1 && ok2 && podIP(o) != podIP(n)
+		}},
+	)
+}
+
+func podIP(n *valkeyv1.ValkeyNode) string {
+	if n.Status.Workload == nil {
+		return ""
+	}
+	return n.Status.Workload.PodIP
 }

@@ -217,7 +217,7 @@ var _ = Describe("Topology controller", func() {
 		By("reporting every volume unhealthy: topology never waits on volume conditions")
 		volume := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}
 		for _, n := range listNodes(ns) {
-			Expect(volume.Apply(context.Background(), &n, n.Status.Conditions, status.Status{Conditions: []metav1.Condition{
+			Expect(volume.ApplyNode(context.Background(), &n, status.VolumeShare{Conditions: []metav1.Condition{
 				status.Condition(valkeyv1.ConditionVolumeReady, false, valkeyv1.ReasonClaimLost, "test"),
 			}})).To(Succeed())
 		}

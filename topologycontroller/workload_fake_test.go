@@ -235,11 +235,11 @@ func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, 
 	}
 	f.gen[n.Name] = n.Generation
 	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerWorkload}
-	return a.Apply(ctx, n, n.Status.Conditions, status.Status{
+	return a.ApplyNode(ctx, n, status.WorkloadShare{
 		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionWorkloadReady, ready, reason, ""), roll},
-		Fields: map[string]any{"workload": &valkeyv1.WorkloadStatus{
+		Workload: &valkeyv1.WorkloadStatus{
 			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(n.Name), PodName: valkeyv1.WorkloadName(n.Name) + "-0", PodIP: ip,
-		}},
+		},
 	})
 }
 

@@ -48,7 +48,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 		return rep, false, nil
 	}
 	if !drained {
-		r.Recorder.Eventf(node, related(claim), corev1.EventTypeWarning, EventDrainSkipped, "ApplyReclaimPolicy",
+		r.Recorder.Eventf(node, related(claim), corev1.EventTypeWarning, valkeyv1.EventDrainSkipped, "ApplyReclaimPolicy",
 			"%s is set: applying reclaimPolicy %s without waiting for Drained=True; slots this node still owns become unavailable",
 			valkeyv1.AnnotationSkipDrain, policy)
 	}
@@ -122,7 +122,7 @@ func (r *Reconciler) deleteClaim(ctx context.Context, node *valkeyv1.ValkeyNode,
 		}
 		return true, fmt.Errorf("delete claim %s: %w", claim.Name, err)
 	}
-	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimDeleted, "DeleteClaim",
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimDeleted, "DeleteClaim",
 		"deleted claim %s (reclaimPolicy Delete); the node goes once the claim is gone", claim.Name)
 	return true, nil
 }
@@ -141,7 +141,7 @@ func (r *Reconciler) releaseClaim(ctx context.Context, node *valkeyv1.ValkeyNode
 	if err := r.Patch(ctx, claim, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("release claim %s: %w", claim.Name, err)
 	}
-	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimReleased, "RetainClaim",
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimReleased, "RetainClaim",
 		"released claim %s (reclaimPolicy Retain): it keeps its data and labels, and a node of the same name reuses it", claim.Name)
 	return nil
 }

@@ -27,21 +27,6 @@ import (
 // Leader election (the binary elects a leader by default).
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
 
-// Event reasons on the ValkeyNode.
-const (
-	EventClaimCreated          = "ClaimCreated"
-	EventClaimRecreated        = "ClaimRecreated"
-	EventClaimAdopted          = "ClaimAdopted"
-	EventClaimConflict         = "ClaimConflict"
-	EventClaimReleased         = "ClaimReleased"
-	EventClaimDeleted          = "ClaimDeleted"
-	EventDrainSkipped          = "DrainSkipped"
-	EventResizeStarted         = "ResizeStarted"
-	EventResizeFinished        = "ResizeFinished"
-	EventResizeFailed          = "ResizeFailed"
-	EventExpansionNotSupported = "ExpansionNotSupported"
-)
-
 // Reconciler keeps each ValkeyNode's PersistentVolumeClaim and reports it as VolumeReady,
 // VolumeSized and status.volume.
 type Reconciler struct {
@@ -168,10 +153,10 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 			fmt.Errorf("create claim %s: %w", name, err)
 	}
 	if node.Status.Volume != nil && node.Status.Volume.Phase != "" {
-		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventClaimRecreated, "RecreateClaim",
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventClaimRecreated, "RecreateClaim",
 			"claim %s disappeared while the node exists; created a new, empty claim of %s", name, node.Spec.Persistence.Size.String())
 	} else {
-		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimCreated, "CreateClaim",
+		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimCreated, "CreateClaim",
 			"created claim %s of %s (%s)", name, node.Spec.Persistence.Size.String(), class.describe())
 	}
 	return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("created claim %s", name)), nil
@@ -187,7 +172,7 @@ func (r *Reconciler) conflict(node *valkeyv1.ValkeyNode, claim *corev1.Persisten
 	msg := fmt.Sprintf("claim %s exists but belongs to %s, not %s: it is not adopted; delete or rename it, or mark it with %s to let this node reuse it",
 		claim.Name, owner, Identity(node), valkeyv1.AnnotationClaimReleased)
 	if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeReady); cur == nil || cur.Reason != valkeyv1.ReasonClaimConflict {
-		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventClaimConflict, "CheckClaim", "%s", msg)
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventClaimConflict, "CheckClaim", "%s", msg)
 	}
 	return notUsableReport(node, class, valkeyv1.ReasonClaimConflict, msg)
 }
@@ -203,7 +188,7 @@ func (r *Reconciler) adopt(ctx context.Context, node *valkeyv1.ValkeyNode, claim
 	if err := r.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("adopt claim %s: %w", claim.Name, err)
 	}
-	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventClaimAdopted, "AdoptClaim",
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimAdopted, "AdoptClaim",
 		"adopted retained claim %s (released by %s) with its data", claim.Name, previous)
 	return nil
 }
@@ -241,7 +226,7 @@ func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNod
 	}
 	if refused := expansionRefusal(claim, class); refused != "" {
 		if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeSized); cur == nil || cur.Reason != valkeyv1.ReasonExpansionNotSupported {
-			r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventExpansionNotSupported, "ExpandClaim", "%s", refused)
+			r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventExpansionNotSupported, "ExpandClaim", "%s", refused)
 		}
 		return &sized{false, valkeyv1.ReasonExpansionNotSupported, refused}, nil
 	}
@@ -260,7 +245,7 @@ func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNod
 		return nil, err
 	}
 	resizesStarted.Inc()
-	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeStarted, "ExpandClaim",
+	r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventResizeStarted, "ExpandClaim",
 		"expanding claim %s from %s to %s", claim.Name, from.String(), desired.String())
 	return nil, nil
 }
@@ -275,12 +260,12 @@ func (r *Reconciler) recordSizeTransition(node *valkeyv1.ValkeyNode, claim *core
 	switch {
 	case now.Reason == valkeyv1.ReasonResizeFailed:
 		resizesFailed.Inc()
-		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, EventResizeFailed, "ExpandClaim", "%s", now.Message)
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventResizeFailed, "ExpandClaim", "%s", now.Message)
 	case (now.Reason == valkeyv1.ReasonSized || now.Reason == valkeyv1.ReasonLargerThanRequested) &&
 		(cur.Reason == valkeyv1.ReasonResizing || cur.Reason == valkeyv1.ReasonFileSystemResizePending || cur.Reason == valkeyv1.ReasonResizeFailed):
 		resizesFinished.Inc()
 		capacity := claim.Status.Capacity[corev1.ResourceStorage]
-		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, EventResizeFinished, "ExpandClaim",
+		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventResizeFinished, "ExpandClaim",
 			"claim %s now has %s", claim.Name, capacity.String())
 	}
 }

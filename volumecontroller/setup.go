@@ -11,7 +11,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -51,15 +50,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerVolume),
-		Status:    status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerVolume},
+		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerVolume),
 	}
 	registerMetrics(mgr.GetCache())
 
 	nodeChanged := predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
-		deletionChanged(),
-		status.ConditionChanged(nodeConditions, valkeyv1.ConditionDrained),
+		status.DeletionChanged(),
+		status.ConditionChanged(valkeyv1.ConditionDrained),
 	)
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("volume").
@@ -72,23 +71,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return fmt.Errorf("build %s: %w", Name, err)
 	}
 	return nil
-}
-
-func nodeConditions(o client.Object) []metav1.Condition {
-	if n, ok := o.(*valkeyv1.ValkeyNode); ok {
-		return n.Status.Conditions
-	}
-	return nil
-}
-
-// deletionChanged passes updates that set a deletionTimestamp or change finalizers.
-func deletionChanged() predicate.Funcs {
-	return predicate.Funcs{
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
-				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
-		},
-	}
 }
 
 // claimToNode maps any change of a claim (status included) to the node it is named after.

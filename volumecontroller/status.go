@@ -99,12 +99,10 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 	return vs
 }
 
-// applyStatus writes the report as the volume controller's status of the node. It always
-// applies (an unchanged apply writes nothing): the cached node may be older than the
-// status this controller last wrote, so comparing against it could skip a needed change.
+// applyStatus writes the report as the volume controller's status of the node.
 func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode, rep report) error {
-	return r.Status.Apply(ctx, node, node.Status.Conditions, status.Status{
+	return r.Status.ApplyNode(ctx, node, status.VolumeShare{
 		Conditions: []metav1.Condition{rep.Ready, rep.Sized},
-		Fields:     map[string]any{"volume": rep.Volume},
+		Volume:     rep.Volume,
 	})
 }

@@ -203,7 +203,7 @@ func applyDrained(ctx context.Context, n *valkeyv1.ValkeyNode, ok bool, reason s
 	cur := getNode(ctx, n)
 	cur.Generation += genOffset
 	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerTopology}
-	Expect(a.Apply(ctx, cur, cur.Status.Conditions, status.Status{Conditions: []metav1.Condition{
+	Expect(a.ApplyNode(ctx, cur, status.TopologyShare{Conditions: []metav1.Condition{
 		status.Condition(valkeyv1.ConditionDrained, ok, reason, "test plays topology"),
 	}})).To(Succeed())
 }

@@ -11,14 +11,12 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -95,7 +93,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
 		Options:  opts.withDefaults(),
-		Status:   status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerWorkload},
+		Status:   status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		Named("valkeynode-workload").
@@ -111,20 +109,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 // condition it waits for changes (VolumeReady, RollApproved, Drained) - never on its own
 // status writes.
 func nodePredicate() predicate.Predicate {
-	conds := func(o client.Object) []metav1.Condition {
-		if n, ok := o.(*valkeyv1.ValkeyNode); ok {
-			return n.Status.Conditions
-		}
-		return nil
-	}
-	deleting := predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero()
-	}}
 	return predicate.Or(
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
-		deleting,
-		status.ConditionChanged(conds, valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved, valkeyv1.ConditionDrained),
+		status.DeletionChanged(),
+		status.ConditionChanged(valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved, valkeyv1.ConditionDrained),
 	)
 }
 

@@ -24,13 +24,13 @@ func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode,
 	if res.ready.Type == "" || res.roll.Type == "" {
 		return nil // nothing observed (an early error): keep what was written last
 	}
-	var wl any
+	var wl *valkeyv1.WorkloadStatus
 	if res.workload != (valkeyv1.WorkloadStatus{}) {
 		wl = &res.workload
 	}
-	return r.Status.Apply(ctx, node, node.Status.Conditions, status.Status{
+	return r.Status.ApplyNode(ctx, node, status.WorkloadShare{
 		Conditions: []metav1.Condition{res.ready, res.roll},
-		Fields:     map[string]any{"workload": wl},
+		Workload:   wl,
 	})
 }
 

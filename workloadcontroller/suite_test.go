@@ -145,8 +145,8 @@ func workloadStatus(ctx context.Context, n *valkeyv1.ValkeyNode) func() valkeyv1
 // generation.
 func playVolume(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, reason string) {
 	cur := getNode(ctx, n)
-	Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}.Apply(ctx, cur, cur.Status.Conditions,
-		status.Status{Conditions: []metav1.Condition{
+	Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}.ApplyNode(ctx, cur,
+		status.VolumeShare{Conditions: []metav1.Condition{
 			status.Condition(valkeyv1.ConditionVolumeReady, ready, reason, "played by the test"),
 		}})).To(Succeed())
 }
@@ -157,8 +157,8 @@ func playTopology(ctx context.Context, n *valkeyv1.ValkeyNode, generationLag int
 	cur := getNode(ctx, n)
 	stamped := cur.DeepCopy()
 	stamped.Generation -= generationLag
-	Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerTopology}.Apply(ctx, stamped, cur.Status.Conditions,
-		status.Status{Conditions: conds})).To(Succeed())
+	Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerTopology}.ApplyNode(ctx, stamped,
+		status.TopologyShare{Conditions: conds})).To(Succeed())
 }
 
 func approved() metav1.Condition {

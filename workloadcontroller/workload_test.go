@@ -66,8 +66,8 @@ var _ = Describe("Volume gate", func() {
 		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Image = "valkey/valkey:8.1" })
 		stale := getNode(ctx, n)
 		stale.Generation--
-		Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}.Apply(ctx, stale, nil,
-			status.Status{Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonBound, "")}}),
+		Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}.ApplyNode(ctx, stale,
+			status.VolumeShare{Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonBound, "")}}),
 		).To(Succeed())
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
 		Consistently(statefulSet(ctx, n)).Should(BeNil())

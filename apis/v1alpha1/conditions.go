@@ -7,6 +7,15 @@ const (
 	FieldManagerTopology = "valkey-topology-controller"
 )
 
+// The condition types each writer owns: every status apply of that writer carries exactly
+// these (see internal/status).
+var (
+	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized}
+	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained}
+	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
+)
+
 // Finalizers.
 const (
 	// PVCProtectionFinalizer is held by the volume controller on every ValkeyNode with
@@ -95,10 +104,30 @@ const (
 
 // ValkeyCluster conditions (writer: topology controller).
 const (
-	ConditionReady         = "Ready"
-	ConditionProgressing   = "Progressing"
-	ConditionDegraded      = "Degraded"
+	// ConditionReady is True when every wanted node is ready and joined, every shard has
+	// its replicas, all 16384 slots are assigned, no slot is moving and every node reports
+	// cluster_state ok (reason Ready; NotReady otherwise).
+	ConditionReady = "Ready"
+	// ConditionProgressing is True while the topology controller has work under way
+	// (reasons Forming, MigratingSlots, Scaling, Rolling; Settled when False).
+	ConditionProgressing = "Progressing"
+	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
+	// ClusterStateFail, PrimaryRollingWithoutReplica; Healthy when False).
+	ConditionDegraded = "Degraded"
+	// ConditionSlotsAssigned is True when some primary owns every slot (AllSlotsAssigned;
+	// SlotsUnassigned when False).
 	ConditionSlotsAssigned = "SlotsAssigned"
+
+	ReasonNotReady         = "NotReady"
+	ReasonSettled          = "Settled"
+	ReasonForming          = "Forming"
+	ReasonScaling          = "Scaling"
+	ReasonHealthy          = "Healthy"
+	ReasonSlotsUnavailable = "SlotsUnavailable"
+	ReasonNoReplicaRoll    = "PrimaryRollingWithoutReplica"
+	ReasonClusterStateFail = "ClusterStateFail"
+	ReasonAllSlotsAssigned = "AllSlotsAssigned"
+	ReasonSlotsUnassigned  = "SlotsUnassigned"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.

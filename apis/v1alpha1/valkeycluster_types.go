@@ -119,3 +119,6 @@ type ValkeyClusterList struct {
 func init() {
 	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
 }
+
+// GetConditions returns the cluster's status conditions.
+func (c *ValkeyCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }

@@ -182,3 +182,7 @@ type ValkeyNodeList struct {
 func init() {
 	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
 }
+
+// GetConditions returns the node's status conditions (for predicates shared by the
+// controllers).
+func (n *ValkeyNode) GetConditions() []metav1.Condition { return n.Status.Conditions }

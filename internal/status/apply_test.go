@@ -7,7 +7,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -35,8 +37,11 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
-	volume := status.Applier{Client: c, FieldManager: v1.FieldManagerVolume}
-	workload := status.Applier{Client: c, FieldManager: v1.FieldManagerWorkload}
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+	volume := status.NewApplier(c, v1.FieldManagerVolume)
+	volume.Clock = clk
+	workload := status.NewApplier(c, v1.FieldManagerWorkload)
+	workload.Clock = clk
 	get := func() *v1.ValkeyNode {
 		t.Helper()
 		n := &v1.ValkeyNode{}
@@ -46,39 +51,40 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 		return n
 	}
 
-	must(t, volume.Apply(ctx, node, nil, status.Status{
+	must(t, volume.ApplyNode(ctx, node, status.VolumeShare{
 		Conditions: []metav1.Condition{
 			status.Condition(v1.ConditionVolumeReady, false, v1.ReasonPending, "waiting for a volume"),
 			status.Condition(v1.ConditionVolumeSized, true, v1.ReasonSized, ""),
 		},
-		Fields: map[string]any{"volume": &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Pending"}},
+		Volume: &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Pending"},
 	}))
-	must(t, workload.Apply(ctx, node, nil, status.Status{
+	must(t, workload.ApplyNode(ctx, node, status.WorkloadShare{
 		Conditions: []metav1.Condition{status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonWaitingForVolume, "")},
-		Fields:     map[string]any{"workload": &v1.WorkloadStatus{Kind: "StatefulSet"}},
+		Workload:   &v1.WorkloadStatus{Kind: "StatefulSet"},
 	}))
 	n := get()
 	expectConds(t, n, map[string]string{v1.ConditionVolumeReady: "False", v1.ConditionVolumeSized: "True", v1.ConditionWorkloadReady: "False"})
 	if n.Status.Volume == nil || n.Status.Volume.ClaimName != "valkey-c-0-0-data" || n.Status.Workload == nil || n.Status.Workload.Kind != "StatefulSet" {
 		t.Fatalf("both sub-structs should be present: %+v", n.Status)
 	}
-	if c := status.Get(n.Status.Conditions, v1.ConditionVolumeReady); c.ObservedGeneration != n.Generation {
-		t.Fatalf("observedGeneration %d, want %d", c.ObservedGeneration, n.Generation)
+	if c := status.Get(n.Status.Conditions, v1.ConditionVolumeReady); c.ObservedGeneration != n.Generation || !c.LastTransitionTime.Time.Equal(clk.Now()) {
+		t.Fatalf("observedGeneration %d at %v, want %d at %v", c.ObservedGeneration, c.LastTransitionTime, n.Generation, clk.Now())
 	}
 
 	// The volume controller changes one condition and drops the other; the workload
 	// controller's condition and sub-struct are untouched.
-	time.Sleep(1100 * time.Millisecond) // lastTransitionTime has a one-second resolution
-	must(t, volume.Apply(ctx, n, n.Status.Conditions, status.Status{
-		Conditions: []metav1.Condition{
-			status.Condition(v1.ConditionVolumeReady, true, v1.ReasonBound, ""),
-		},
-		Fields: map[string]any{"volume": &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Bound"}},
+	clk.SetTime(clk.Now().Add(time.Minute))
+	must(t, volume.ApplyNode(ctx, n, status.VolumeShare{
+		Conditions: []metav1.Condition{status.Condition(v1.ConditionVolumeReady, true, v1.ReasonBound, "")},
+		Volume:     &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Bound"},
 	}))
 	n = get()
 	expectConds(t, n, map[string]string{v1.ConditionVolumeReady: "True", v1.ConditionWorkloadReady: "False"})
 	if status.Get(n.Status.Conditions, v1.ConditionVolumeSized) != nil {
 		t.Fatal("VolumeSized was dropped by its owner and should be gone")
+	}
+	if got := status.Get(n.Status.Conditions, v1.ConditionVolumeReady).LastTransitionTime; !got.Time.Equal(clk.Now()) {
+		t.Fatalf("VolumeReady changed status: lastTransitionTime %v, want %v", got, clk.Now())
 	}
 	if n.Status.Workload == nil || n.Status.Workload.Kind != "StatefulSet" || n.Status.Volume.Phase != "Bound" {
 		t.Fatalf("unexpected status after the volume controller's change: %+v", n.Status)
@@ -86,12 +92,11 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 
 	// Re-applying a condition whose status is unchanged keeps its lastTransitionTime; the
 	// workload controller leaves status.workload out, which removes it.
-	must(t, workload.Apply(ctx, n, n.Status.Conditions, status.Status{
-		Conditions: []metav1.Condition{
-			status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonCreating, "creating"),
-		},
-	}))
+	clk.SetTime(clk.Now().Add(time.Minute))
 	before := status.Get(n.Status.Conditions, v1.ConditionWorkloadReady).LastTransitionTime
+	must(t, workload.ApplyNode(ctx, n, status.WorkloadShare{
+		Conditions: []metav1.Condition{status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonCreating, "creating")},
+	}))
 	n = get()
 	if got := status.Get(n.Status.Conditions, v1.ConditionWorkloadReady); got.LastTransitionTime != before || got.Reason != v1.ReasonCreating {
 		t.Fatalf("unchanged status should keep lastTransitionTime %v, got %v (%s)", before, got.LastTransitionTime, got.Reason)
@@ -101,6 +106,59 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 	}
 	if n.Status.Volume == nil || n.Status.Volume.Phase != "Bound" {
 		t.Fatal("status.volume must survive the workload controller's apply")
+	}
+}
+
+// A share the object already shows is not written again; one the cache shows but that is
+// not what was last written (the cache lags a write) is written.
+func TestApplyWritesOnlyChanges(t *testing.T) {
+	env, err := envtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = env.Stop() }()
+	ctx := context.Background()
+	c, err := client.New(env.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	must(t, c.Create(ctx, node))
+	a := status.NewApplier(c, v1.FieldManagerTopology)
+	joined := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, true, v1.ReasonJoined, "primary")}}
+	meeting := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, false, v1.ReasonMeeting, "")}}
+	read := func() *v1.ValkeyNode {
+		t.Helper()
+		n := &v1.ValkeyNode{}
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(node), n))
+		return n
+	}
+
+	stale := read()
+	must(t, a.ApplyNode(ctx, stale, joined))
+	fresh := read()
+	must(t, a.ApplyNode(ctx, fresh, joined))
+	if again := read(); again.ResourceVersion != fresh.ResourceVersion {
+		t.Fatalf("an unchanged share was written again: resourceVersion %s → %s", fresh.ResourceVersion, again.ResourceVersion)
+	}
+	// Meeting is written; then Joined, judged against the read taken before (it shows
+	// Joined), is still written, since Meeting was written last.
+	must(t, a.ApplyNode(ctx, fresh, meeting))
+	must(t, a.ApplyNode(ctx, fresh, joined))
+	if got := status.Get(read().Status.Conditions, v1.ConditionClusterJoined); got == nil || got.Reason != v1.ReasonJoined {
+		t.Fatalf("ClusterJoined %+v, want Joined", got)
+	}
+
+	// A ValkeyCluster's zero counters are written, not left out.
+	vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: v1.ValkeyClusterSpec{Shards: 1}}
+	must(t, c.Create(ctx, vc))
+	must(t, a.ApplyCluster(ctx, vc, v1.ValkeyClusterStatus{Shards: 1, Nodes: 0,
+		Conditions: []metav1.Condition{status.Condition(v1.ConditionReady, false, v1.ReasonNotReady, "")}}))
+	var u unstructured.Unstructured
+	u.SetGroupVersionKind(v1.GroupVersion.WithKind("ValkeyCluster"))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(vc), &u))
+	if n, found, _ := unstructured.NestedInt64(u.Object, "status", "nodes"); !found || n != 0 {
+		t.Fatalf("status.nodes: found %v, %d; want 0 written", found, n)
 	}
 }
 

@@ -7,16 +7,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// ConditionsOf extracts the conditions of an object a predicate sees.
-type ConditionsOf func(client.Object) []metav1.Condition
+// conditioned is an object with status conditions (ValkeyNode, ValkeyCluster).
+type conditioned interface {
+	GetConditions() []metav1.Condition
+}
 
-// ConditionChanged passes updates where any of the given condition types changed status,
-// reason or observedGeneration. It is how a controller is woken when another controller's
-// gate opens, instead of polling.
-func ConditionChanged(get ConditionsOf, types ...string) predicate.Predicate {
+func conditionsOf(o client.Object) []metav1.Condition {
+	if c, ok := o.(conditioned); ok {
+		return c.GetConditions()
+	}
+	return nil
+}
+
+// ConditionChanged passes updates where any of the given condition types appeared,
+// disappeared or changed status, reason or observedGeneration. It is how a controller is
+// woken when another controller's gate opens, instead of polling.
+func ConditionChanged(types ...string) predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			oldConds, newConds := get(e.ObjectOld), get(e.ObjectNew)
+			oldConds, newConds := conditionsOf(e.ObjectOld), conditionsOf(e.ObjectNew)
 			for _, t := range types {
 				o, n := Get(oldConds, t), Get(newConds, t)
 				if (o == nil) != (n == nil) {
@@ -28,8 +37,15 @@ func ConditionChanged(get ConditionsOf, types ...string) predicate.Predicate {
 			}
 			return false
 		},
-		CreateFunc:  func(event.CreateEvent) bool { return true },
-		DeleteFunc:  func(event.DeleteEvent) bool { return true },
-		GenericFunc: func(event.GenericEvent) bool { return true },
+	}
+}
+
+// DeletionChanged passes updates that start an object's deletion or change its finalizers.
+func DeletionChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetDeletionTimestamp().IsZero() != e.ObjectNew.GetDeletionTimestamp().IsZero() ||
+				len(e.ObjectOld.GetFinalizers()) != len(e.ObjectNew.GetFinalizers())
+		},
 	}
 }

@@ -1,0 +1,224 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// slotTargets are the primaries that should own slots: the current primary of every wanted
+// shard, unless its node is being deleted. ready is false while a wanted shard has no
+// primary yet (its nodes are starting).
+func slotTargets(st *clusterState) (targets []*member, ready bool) {
+	ready = true
+	for shard := int32(0); shard < st.cluster.Spec.Shards; shard++ {
+		p := st.primary[shard]
+		if p == nil {
+			ready = false
+			continue
+		}
+		if p.deleting() {
+			continue
+		}
+		targets = append(targets, p)
+	}
+	return targets, ready
+}
+
+// balanceSlots assigns slots nobody owns and moves slots until the wanted shards' primaries
+// own 16384/shards each (within one slot): to new primaries on scale-out, off removed
+// shards on scale-in, off a node being deleted that has no replica to fail over to.
+func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, error) {
+	if st.seed == nil {
+		return false, nil
+	}
+	targets, ready := slotTargets(st)
+	if !ready || len(targets) == 0 {
+		st.wait("waiting for every shard's primary to join", time.Second)
+		return false, nil
+	}
+	owned, orphan, ok := slotOwners(st)
+	if !ok {
+		st.wait("waiting for slot owners to be reachable", time.Second)
+		return false, nil
+	}
+	ids := make([]string, len(targets))
+	for i, t := range targets {
+		ids[i] = t.id()
+	}
+	moves := PlanSlots(ids, owned)
+	if len(moves) == 0 {
+		if !migrationStarting(st) {
+			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
+		}
+		return false, nil
+	}
+	return true, r.applyMoves(ctx, st, moves, owned, orphan)
+}
+
+// slotOwners are the slots of each owner in the seed's view, and the slots of lost owners
+// (see lostOwners), which are handed out like free ones. ok is false while some other
+// owner is unreachable: slots of a node that is down cannot move.
+func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string, ok bool) {
+	lost := lostOwners(st)
+	owned, orphan = map[string][]int{}, map[int]string{}
+	for id, n := range st.view {
+		if !n.primary() || n.slotCount() == 0 {
+			continue
+		}
+		if lost[id] {
+			for _, slot := range expandSlots(n.Slots) {
+				orphan[slot] = id
+			}
+			continue
+		}
+		if st.byID[id] == nil {
+			return nil, nil, false
+		}
+		owned[id] = expandSlots(n.Slots)
+	}
+	return owned, orphan, true
+}
+
+// applyMoves carries out the planned moves, up to MigrationSlotsPerReconcile migrated
+// slots per round.
+func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) error {
+	// A primary that is about to receive its first slots starts empty.
+	for _, mv := range moves {
+		if len(owned[mv.To]) == 0 {
+			if err := flushIfKeys(ctx, st.cs, st.byID[mv.To].addr); err != nil {
+				return err
+			}
+		}
+	}
+	moved, remaining := 0, 0
+	for _, mv := range moves {
+		if mv.From == "" {
+			if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
+				return err
+			}
+			continue
+		}
+		remaining += len(mv.Slots)
+		n, err := r.migrateMove(ctx, st, mv, r.Options.MigrationSlotsPerReconcile-moved)
+		moved += n
+		if err != nil {
+			return err
+		}
+	}
+	if moved > 0 {
+		st.migrating = true
+		// Go on at once: nothing in Kubernetes is awaited.
+		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
+	} else {
+		st.wait("assigning slots", time.Second)
+	}
+	return nil
+}
+
+// assignSlots gives a move's slots without an owner to its target: free slots by
+// ADDSLOTSRANGE, slots of a lost owner by claimSlots.
+func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv SlotMove, orphan map[int]string) error {
+	dst := st.byID[mv.To]
+	var free, claimed []int
+	for _, slot := range mv.Slots {
+		if orphan[slot] != "" {
+			claimed = append(claimed, slot)
+		} else {
+			free = append(free, slot)
+		}
+	}
+	if len(claimed) > 0 {
+		if err := r.claimSlots(ctx, st, claimed, dst); err != nil {
+			return err
+		}
+		r.event(st, dst.node, corev1.EventTypeWarning, valkeyv1.EventSlotsReassigned, "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.node.Name)
+	}
+	if len(free) == 0 {
+		return nil
+	}
+	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
+	for _, rg := range compactSlots(free) {
+		args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
+	}
+	if err := st.cs.ok(ctx, dst.addr, args...); err != nil {
+		return err
+	}
+	r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.node.Name)
+	return nil
+}
+
+// migrateMove migrates up to budget of a move's slots, slotsPerBatch at a time, and returns
+// how many it moved.
+func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotMove, budget int) (int, error) {
+	src, dst := st.byID[mv.From], st.byID[mv.To]
+	if migrationStarting(st) && budget > 0 {
+		// Once per migration (the cluster's Progressing says whether one is under way),
+		// not once per round.
+		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
+	}
+	moved := 0
+	for start := 0; start < len(mv.Slots) && moved < budget; start += slotsPerBatch {
+		batch := mv.Slots[start:min(len(mv.Slots), start+slotsPerBatch, start+budget-moved)]
+		if err := r.migrateSlots(ctx, st, batch, src, dst); err != nil {
+			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.node.Name, dst.node.Name, err)
+		}
+		moved += len(batch)
+	}
+	return moved, nil
+}
+
+// migrationStarting tells whether the ValkeyCluster's status does not report a migration
+// under way yet.
+func migrationStarting(st *clusterState) bool {
+	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
+	return c == nil || c.Status != metav1.ConditionTrue || c.Reason != valkeyv1.ReasonMigratingSlots
+}
+
+// lostOwners are the slot owners of the seed's view that are gone for good: no ValkeyNode
+// stands for their ID any more (the node came back with an empty /data and a new ID), they
+// are failed, and no live replica follows them (Valkey would promote it). Their keys are
+// lost; their slots are given to the primaries that need slots.
+func lostOwners(st *clusterState) map[string]bool {
+	reported := st.reportedIDs()
+	liveFollower := map[string]bool{}
+	for _, n := range st.view {
+		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
+			liveFollower[n.PrimaryID] = true
+		}
+	}
+	out := map[string]bool{}
+	for id, n := range st.view {
+		if n.primary() && n.slotCount() > 0 && n.failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
+			out[id] = true
+		}
+	}
+	return out
+}
+
+// claimSlots gives slots owned by a lost node to dst: dst bumps its config epoch so that
+// its claim wins over the lost owner's, then every member is told the new owner.
+func (r *Reconciler) claimSlots(ctx context.Context, st *clusterState, slots []int, dst *member) error {
+	if err := st.cs.ok(ctx, dst.addr, "CLUSTER", "BUMPEPOCH"); err != nil {
+		return err
+	}
+	if _, err := st.cs.multi(ctx, dst.addr, setslot(slots, "NODE", dst.id())); err != nil {
+		return err
+	}
+	for _, m := range st.sortedMembers() {
+		if m == dst || !st.inCluster(m) {
+			continue
+		}
+		if _, err := st.cs.multi(ctx, m.addr, setslot(slots, "NODE", dst.id())); err != nil {
+			return err
+		}
+	}
+	return nil
+}

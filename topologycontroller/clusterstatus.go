@@ -1,0 +1,191 @@
+package topologycontroller
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// clusterFacts is what the ValkeyCluster status is computed from: one round's findings,
+// reduced to plain values (see factsOf and summarize).
+type clusterFacts struct {
+	shards, replicas int32
+	nodes            []nodeFact
+	// serving are the wanted shards whose primary owns slots and is joined.
+	serving map[int32]bool
+	// slots is the number of slots some primary owns in the seed's view.
+	slots int
+	// stateOK: a seed was found and every member in the cluster reports cluster_state ok.
+	stateOK bool
+	// unreachable describes the slot owners nobody can reach.
+	unreachable []string
+	migrating   bool
+	progress    []string
+}
+
+// nodeFact is one ValkeyNode as the cluster status sees it.
+type nodeFact struct {
+	name           string
+	shard, replica int32
+	wanted         bool // part of the spec and not being deleted
+	ready          bool // WorkloadReady and ClusterJoined are True
+	rolling        bool // RollPending or RollApproved is True
+	rollsNoReplica bool // approved to restart as a primary without a replica
+}
+
+// factsOf reduces a round's state to clusterFacts.
+func factsOf(st *clusterState) clusterFacts {
+	vc := st.cluster
+	f := clusterFacts{
+		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
+		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
+	}
+	for _, n := range st.nodes {
+		approval := rollApproval(st, n)
+		f.nodes = append(f.nodes, nodeFact{
+			name: n.Name, shard: n.Spec.Shard, replica: n.Spec.ReplicaIndex,
+			wanted: n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex),
+			ready:  status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) && st.joined(n),
+			rolling: status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) ||
+				status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved),
+			rollsNoReplica: approval.Status == metav1.ConditionTrue && approval.Reason == valkeyv1.ReasonApprovedNoReplica,
+		})
+	}
+	for s := int32(0); s < vc.Spec.Shards; s++ {
+		if p := st.primary[s]; p != nil && p.self.slotCount() > 0 && st.joined(p.node) {
+			f.serving[s] = true
+		}
+	}
+	for _, m := range st.sortedMembers() {
+		if m.state != "ok" && st.inCluster(m) {
+			f.stateOK = false
+		}
+	}
+	for id, n := range st.view {
+		if n.primary() && n.slotCount() > 0 && st.byID[id] == nil {
+			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.slotCount()))
+		}
+	}
+	return f
+}
+
+// summarize computes the ValkeyCluster status (conditions and counters) from the facts.
+func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
+	desired := int(f.shards * (1 + f.replicas))
+	readyNodes, readyByShard := 0, map[int32]int{}
+	for _, n := range f.nodes {
+		if n.ready {
+			readyNodes++
+			if n.wanted {
+				readyByShard[n.shard]++
+			}
+		}
+	}
+	readyShards := 0
+	for s := range f.serving {
+		if readyByShard[s] == int(1+f.replicas) {
+			readyShards++
+		}
+	}
+	ready := readyNodes == desired && len(f.nodes) == desired && f.slots == TotalSlots && f.stateOK &&
+		readyShards == int(f.shards) && !f.migrating
+	rreason := valkeyv1.ReasonReady
+	if !ready {
+		rreason = valkeyv1.ReasonNotReady
+	}
+	return valkeyv1.ValkeyClusterStatus{
+		Conditions: []metav1.Condition{
+			status.Condition(valkeyv1.ConditionReady, ready, rreason, fmt.Sprintf("%d/%d nodes ready, %d/%d shards ready, %d/%d slots assigned",
+				readyNodes, desired, readyShards, f.shards, f.slots, TotalSlots)),
+			progressing(f, desired),
+			degraded(f),
+			slotsAssigned(f.slots),
+		},
+		Shards: int32(len(f.serving)), ReadyShards: int32(readyShards), Nodes: int32(len(f.nodes)),
+		ReadyNodes: int32(readyNodes), SlotsAssigned: int32(f.slots),
+	}
+}
+
+// progressing is the Progressing condition: the work under way, by its kind.
+func progressing(f clusterFacts, desired int) metav1.Condition {
+	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
+	switch {
+	case f.migrating:
+		reason = valkeyv1.ReasonMigratingSlots
+	case len(f.nodes) != desired:
+		on, reason = true, valkeyv1.ReasonScaling
+	case anyRolling(f.nodes):
+		on, reason = true, valkeyv1.ReasonRolling
+	case !on:
+		reason = valkeyv1.ReasonSettled
+	}
+	msg := strings.Join(f.progress, "; ")
+	if !on {
+		msg = "nothing to do"
+	}
+	return status.Condition(valkeyv1.ConditionProgressing, on, reason, truncate(msg, 1000))
+}
+
+func anyRolling(nodes []nodeFact) bool {
+	for _, n := range nodes {
+		if n.rolling {
+			return true
+		}
+	}
+	return false
+}
+
+// degraded is the Degraded condition: which slots are not served, and why. The reason is
+// that of the last finding (a restart without a replica, then cluster_state, then an
+// unreachable owner).
+func degraded(f clusterFacts) metav1.Condition {
+	var why []string
+	reason := valkeyv1.ReasonHealthy
+	if len(f.unreachable) > 0 {
+		why, reason = append(why, f.unreachable...), valkeyv1.ReasonSlotsUnavailable
+	}
+	if f.slots == TotalSlots && !f.stateOK {
+		why, reason = append(why, "some node reports cluster_state other than ok"), valkeyv1.ReasonClusterStateFail
+	}
+	for _, n := range f.nodes {
+		if n.rollsNoReplica {
+			why, reason = append(why, n.name+" restarts without a replica: its slots are unavailable"), valkeyv1.ReasonNoReplicaRoll
+		}
+	}
+	sort.Strings(why)
+	msg := strings.Join(why, "; ")
+	if len(why) == 0 {
+		msg = "every slot is served"
+	}
+	return status.Condition(valkeyv1.ConditionDegraded, len(why) > 0, reason, truncate(msg, 1000))
+}
+
+func slotsAssigned(slots int) metav1.Condition {
+	if slots != TotalSlots {
+		return status.Condition(valkeyv1.ConditionSlotsAssigned, false, valkeyv1.ReasonSlotsUnassigned, fmt.Sprintf("%d of 16384 slots are assigned", slots))
+	}
+	return status.Condition(valkeyv1.ConditionSlotsAssigned, true, valkeyv1.ReasonAllSlotsAssigned, "all 16384 slots are assigned")
+}
+
+// assignedSlots is the number of slots some primary owns in the seed's view.
+func assignedSlots(st *clusterState) int {
+	total := 0
+	for _, n := range st.view {
+		if n.primary() {
+			total += n.slotCount()
+		}
+	}
+	return total
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}

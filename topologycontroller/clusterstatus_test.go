@@ -1,0 +1,122 @@
+package topologycontroller
+
+import (
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// healthy is a settled 2 × 1 cluster: every node ready, both shards serving.
+func healthy() clusterFacts {
+	return clusterFacts{
+		shards: 2, replicas: 1, slots: TotalSlots, stateOK: true,
+		serving: map[int32]bool{0: true, 1: true},
+		nodes: []nodeFact{
+			{name: "c-0-0", shard: 0, replica: 0, wanted: true, ready: true},
+			{name: "c-0-1", shard: 0, replica: 1, wanted: true, ready: true},
+			{name: "c-1-0", shard: 1, replica: 0, wanted: true, ready: true},
+			{name: "c-1-1", shard: 1, replica: 1, wanted: true, ready: true},
+		},
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	type want struct {
+		ready, progressing, degraded, slots string // "True/Reason"
+		readyNodes, readyShards, shards     int32
+	}
+	tests := []struct {
+		name  string
+		facts func(*clusterFacts)
+		want  want
+	}{{
+		name:  "settled",
+		facts: func(*clusterFacts) {},
+		want:  want{"True/Ready", "False/Settled", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name:  "a replica not ready: its shard is not ready",
+		facts: func(f *clusterFacts) { f.nodes[3].ready = false },
+		want:  want{"False/NotReady", "False/Settled", "False/Healthy", "True/AllSlotsAssigned", 3, 1, 2},
+	}, {
+		name: "forming: slots not all assigned",
+		facts: func(f *clusterFacts) {
+			f.slots, f.serving, f.progress = 8192, map[int32]bool{0: true}, []string{"assigning slots"}
+		},
+		want: want{"False/NotReady", "True/Forming", "False/Healthy", "False/SlotsUnassigned", 4, 1, 1},
+	}, {
+		name:  "migrating",
+		facts: func(f *clusterFacts) { f.migrating, f.progress = true, []string{"migrating slots"} },
+		want:  want{"False/NotReady", "True/MigratingSlots", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name: "scaling out: more nodes wanted than exist",
+		facts: func(f *clusterFacts) {
+			f.shards = 3
+		},
+		want: want{"False/NotReady", "True/Scaling", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name:  "rolling",
+		facts: func(f *clusterFacts) { f.nodes[1].rolling = true },
+		want:  want{"True/Ready", "True/Rolling", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name: "a primary restarts without a replica",
+		facts: func(f *clusterFacts) {
+			f.nodes[0].rolling, f.nodes[0].rollsNoReplica = true, true
+		},
+		want: want{"True/Ready", "True/Rolling", "True/PrimaryRollingWithoutReplica", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name: "an unreachable owner",
+		facts: func(f *clusterFacts) {
+			f.unreachable = []string{"node abcdef01 owns 8192 slots and is unreachable"}
+			f.serving = map[int32]bool{1: true}
+		},
+		want: want{"False/NotReady", "False/Settled", "True/SlotsUnavailable", "True/AllSlotsAssigned", 4, 1, 1},
+	}, {
+		name:  "cluster_state fail",
+		facts: func(f *clusterFacts) { f.stateOK = false },
+		want:  want{"False/NotReady", "False/Settled", "True/ClusterStateFail", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name: "a node being deleted counts as ready but not for its shard",
+		facts: func(f *clusterFacts) {
+			f.nodes = append(f.nodes, nodeFact{name: "c-0-2", shard: 0, replica: 2, ready: true})
+		},
+		want: want{"False/NotReady", "True/Scaling", "False/Healthy", "True/AllSlotsAssigned", 5, 2, 2},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := healthy()
+			tt.facts(&f)
+			got := summarize(f)
+			for typ, w := range map[string]string{
+				valkeyv1.ConditionReady: tt.want.ready, valkeyv1.ConditionProgressing: tt.want.progressing,
+				valkeyv1.ConditionDegraded: tt.want.degraded, valkeyv1.ConditionSlotsAssigned: tt.want.slots,
+			} {
+				if c := status.Get(got.Conditions, typ); c == nil || string(c.Status)+"/"+c.Reason != w {
+					t.Errorf("%s = %v, want %s", typ, c, w)
+				}
+			}
+			if got.ReadyNodes != tt.want.readyNodes || got.ReadyShards != tt.want.readyShards || got.Shards != tt.want.shards {
+				t.Errorf("readyNodes %d, readyShards %d, shards %d; want %d, %d, %d",
+					got.ReadyNodes, got.ReadyShards, got.Shards, tt.want.readyNodes, tt.want.readyShards, tt.want.shards)
+			}
+			if got.Nodes != int32(len(f.nodes)) || got.SlotsAssigned != int32(f.slots) {
+				t.Errorf("nodes %d, slots %d; want %d, %d", got.Nodes, got.SlotsAssigned, len(f.nodes), f.slots)
+			}
+		})
+	}
+}
+
+// Every condition summarize writes is one of the cluster's own, once each.
+func TestSummarizeWritesEveryClusterCondition(t *testing.T) {
+	got := summarize(healthy())
+	if len(got.Conditions) != len(valkeyv1.ClusterConditions) {
+		t.Fatalf("%d conditions, want %d", len(got.Conditions), len(valkeyv1.ClusterConditions))
+	}
+	for _, typ := range valkeyv1.ClusterConditions {
+		if c := status.Get(got.Conditions, typ); c == nil || c.Status == metav1.ConditionUnknown {
+			t.Errorf("condition %s missing", typ)
+		}
+	}
+}

@@ -1,0 +1,20 @@
+package topologycontroller
+
+import (
+	"k8s.io/apimachinery/pkg/runtime"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// event records an event on the ValkeyCluster (and on the node, when given). Reasons are
+// the topology block of apis/v1alpha1/events.go.
+func (r *Reconciler) event(st *clusterState, node *valkeyv1.ValkeyNode, eventType, reason, action, msg string, args ...any) {
+	var related runtime.Object
+	if node != nil {
+		related = node
+	}
+	r.Recorder.Eventf(st.cluster, related, eventType, reason, action, msg, args...)
+	if node != nil {
+		r.Recorder.Eventf(node, nil, eventType, reason, action, msg, args...)
+	}
+}

@@ -1,0 +1,174 @@
+package topologycontroller
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// clusterPassword returns the cluster's password Secret reference and the password in it.
+func (r *Reconciler) clusterPassword(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, string, error) {
+	ref, err := r.ensureSecret(ctx, vc)
+	if err != nil {
+		return nil, "", err
+	}
+	password, err := r.password(ctx, vc.Namespace, ref)
+	return ref, password, err
+}
+
+// passwordError is a password Secret the cluster cannot use. It is reported on the
+// ValkeyCluster (Ready=False with its reason, and a Warning event) and looked at again later:
+// Secrets a user makes are not watched.
+type passwordError struct{ reason, msg string }
+
+func (e *passwordError) Error() string { return e.msg }
+
+// ensureSecret returns the cluster's password Secret reference: spec.passwordSecret, or the
+// generated Secret <cluster>-auth, created (owned by the cluster) when missing. A generated
+// Secret that disappears while the cluster has nodes is not made again: its servers run with
+// the old password, and a new one would lock the operator and restarted nodes out of them.
+func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, error) {
+	if vc.Spec.PasswordSecret != nil && vc.Spec.PasswordSecret.Name != "" {
+		ref := *vc.Spec.PasswordSecret
+		if ref.Key == "" {
+			ref.Key = valkeyv1.DefaultPasswordKey
+		}
+		return &ref, nil
+	}
+	name := valkeyv1.PasswordSecretName(vc.Name)
+	ref := &valkeyv1.SecretKeyRef{Name: name, Key: valkeyv1.DefaultPasswordKey}
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
+	if err == nil {
+		return ref, nil
+	}
+	if !isNotFound(err) {
+		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+	}
+	nodes, err := r.ownedNodes(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	if nodes > 0 {
+		return nil, &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf(
+			"the generated password Secret %s was deleted while %d nodes run with its password; not generating a new one: "+
+				"create %s again with key %q holding the servers' password (a running pod still has it: printenv VALKEY_PASSWORD)",
+			name, nodes, name, valkeyv1.DefaultPasswordKey)}
+	}
+	buf := make([]byte, 24)
+	if _, err := rand.Read(buf); err != nil {
+		return nil, fmt.Errorf("generate password: %w", err)
+	}
+	s = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: name, Namespace: vc.Namespace,
+			Labels: map[string]string{
+				valkeyv1.LabelCluster:   vc.Name,
+				valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
+				valkeyv1.LabelName:      valkeyv1.NameValue,
+			},
+		},
+		Type: corev1.SecretTypeOpaque,
+		Data: map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))},
+	}
+	if err := controllerutil.SetControllerReference(vc, &s, r.Scheme()); err != nil {
+		return nil, err
+	}
+	if err := r.Create(ctx, &s); err != nil && !isAlreadyExists(err) {
+		return nil, fmt.Errorf("create Secret %s: %w", name, err)
+	}
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
+	return ref, nil
+}
+
+// ownedNodes counts the ValkeyNodes this cluster object made (nodes of an earlier cluster of
+// the same name that are still going away are not counted).
+func (r *Reconciler) ownedNodes(ctx context.Context, vc *valkeyv1.ValkeyCluster) (int, error) {
+	var list valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
+		return 0, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
+	}
+	n := 0
+	for i := range list.Items {
+		if metav1.IsControlledBy(&list.Items[i], vc) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// password reads the password from the Secret (directly: a user's Secret is not cached).
+func (r *Reconciler) password(ctx context.Context, ns string, ref *valkeyv1.SecretKeyRef) (string, error) {
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
+		if isNotFound(err) {
+			return "", &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf("password Secret %s does not exist", ref.Name)}
+		}
+		return "", fmt.Errorf("get password Secret %s: %w", ref.Name, err)
+	}
+	pw, ok := s.Data[ref.Key]
+	if !ok || len(pw) == 0 {
+		return "", &passwordError{valkeyv1.ReasonPasswordKeyMissing, fmt.Sprintf("password Secret %s has no value under key %q", ref.Name, ref.Key)}
+	}
+	return string(pw), nil
+}
+
+// passwordRefused reports servers that refuse the password: the Secret's value was changed
+// after they started with another one.
+func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordError {
+	var names []string
+	for _, n := range st.nodes {
+		if m := st.members[n.Name]; m != nil && m.err != nil && isAuthError(m.err) {
+			names = append(names, n.Name)
+		}
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return &passwordError{valkeyv1.ReasonPasswordRejected, fmt.Sprintf(
+		"%d of %d servers refuse the password in Secret %s (%s): it was changed after they started; "+
+			"nothing is done in Valkey until they accept it: put back the value they started with",
+		len(names), len(st.members), ref.Name, strings.Join(names, ", "))}
+}
+
+// isAuthError tells a refused password from an unreachable server.
+func isAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
+		strings.Contains(s, "without any password configured") || strings.Contains(s, "invalid password")
+}
+
+// passwordRecheck is how often an unusable password Secret is looked at again.
+const passwordRecheck = 10 * time.Second
+
+// reportPassword reports an unusable password Secret: Ready=False with its reason (the other
+// conditions and the counters stay as last observed), and a Warning event when it is new.
+// The Secret is looked at again after passwordRecheck: a user's Secret is not watched.
+func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyCluster, pe *passwordError) (ctrl.Result, error) {
+	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionReady); cur == nil || cur.Reason != pe.reason || cur.Message != pe.msg {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, pe.reason, "ReadPassword", "%s", pe.msg)
+	}
+	st := *vc.Status.DeepCopy()
+	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
+	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned} {
+		if c := status.Get(vc.Status.Conditions, t); c != nil {
+			st.Conditions = append(st.Conditions, *c)
+		}
+	}
+	if err := r.Status.ApplyCluster(ctx, vc, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: passwordRecheck}, nil
+}

@@ -1,0 +1,156 @@
+package topologycontroller
+
+import (
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// clusterState is what one reconcile knows: the API objects, what each server says, and
+// the status it will apply.
+type clusterState struct {
+	cluster *valkeyv1.ValkeyCluster
+	cs      *conns
+	nodes   []*valkeyv1.ValkeyNode       // every ValkeyNode of the cluster, by name
+	members map[string]*member           // by node name: nodes with a ready pod
+	seed    *member                      // the member whose view is the reference
+	view    map[string]*clusterNode      // the seed's view by node ID
+	byID    map[string]*member           // reachable members by node ID
+	primary map[int32]*member            // shard → its reachable primary
+	out     map[string]*nodeStatus       // by node name: the status to apply
+	roll    map[string]*metav1.Condition // RollApproved decided this round
+
+	progress  []string
+	migrating bool
+	requeue   time.Duration
+}
+
+// nodeStatus is the topology status of one ValkeyNode.
+type nodeStatus struct {
+	joined metav1.Condition
+	topo   *valkeyv1.TopologyStatus
+}
+
+func newClusterState(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, cs *conns) *clusterState {
+	return &clusterState{
+		cluster: vc, cs: cs, nodes: nodes,
+		members: map[string]*member{}, view: map[string]*clusterNode{}, byID: map[string]*member{},
+		primary: map[int32]*member{}, out: map[string]*nodeStatus{},
+		roll: map[string]*metav1.Condition{},
+	}
+}
+
+// wait records work in progress and asks to look again within d.
+func (st *clusterState) wait(msg string, d time.Duration) {
+	st.progress = append(st.progress, msg)
+	if st.requeue == 0 || d < st.requeue {
+		st.requeue = d
+	}
+}
+
+// member is a ValkeyNode whose pod is ready, as its server sees itself.
+type member struct {
+	node  *valkeyv1.ValkeyNode
+	addr  string
+	err   error
+	self  *clusterNode
+	view  []clusterNode
+	repl  map[string]string
+	state string // cluster_state
+}
+
+func (m *member) reachable() bool { return m != nil && m.self != nil }
+func (m *member) id() string {
+	if m.self == nil {
+		return ""
+	}
+	return m.self.ID
+}
+func (m *member) deleting() bool { return !m.node.DeletionTimestamp.IsZero() }
+
+// knows tells whether m's view has id at addr, past the handshake and not failed.
+func (m *member) knows(id, addr string) bool {
+	for i := range m.view {
+		n := &m.view[i]
+		if n.ID == id {
+			return n.Addr == addr && !n.handshake() && !n.failed() && !n.Flags["fail?"]
+		}
+	}
+	return false
+}
+
+// linkUp tells whether a replica's replication link is up.
+func (m *member) linkUp() bool { return m.repl["master_link_status"] == "up" }
+
+// inCluster tells whether m is a member of the seed's cluster (the seed knows it at its
+// address, past the handshake).
+func (st *clusterState) inCluster(m *member) bool {
+	if !m.reachable() || st.seed == nil {
+		return false
+	}
+	if m == st.seed {
+		return true
+	}
+	n := st.view[m.id()]
+	return n != nil && n.Addr == m.addr
+}
+
+// reportedIDs are the node IDs some ValkeyNode stands for: the live ID of a reachable node,
+// else the ID its status last recorded.
+func (st *clusterState) reportedIDs() map[string]bool {
+	ids := map[string]bool{}
+	for _, n := range st.nodes {
+		if m := st.members[n.Name]; m.reachable() {
+			ids[m.id()] = true
+		} else if id := recordedID(n); id != "" {
+			ids[id] = true
+		}
+	}
+	return ids
+}
+
+// recordedID is the node ID a ValkeyNode's status last recorded.
+func recordedID(n *valkeyv1.ValkeyNode) string {
+	if n.Status.Topology == nil {
+		return ""
+	}
+	return n.Status.Topology.NodeID
+}
+
+// sortedMembers are the reachable members in node name order.
+func (st *clusterState) sortedMembers() []*member {
+	var out []*member
+	for _, n := range st.nodes {
+		if m := st.members[n.Name]; m.reachable() {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// joined tells whether n's ClusterJoined decided this round is True.
+func (st *clusterState) joined(n *valkeyv1.ValkeyNode) bool {
+	o := st.out[n.Name]
+	return o != nil && o.joined.Status == metav1.ConditionTrue
+}
+
+// sortNodes sorts nodes by shard, then replica index, then name.
+func sortNodes(nodes []*valkeyv1.ValkeyNode) {
+	sort.Slice(nodes, func(i, j int) bool {
+		a, b := nodes[i], nodes[j]
+		if a.Spec.Shard != b.Spec.Shard {
+			return a.Spec.Shard < b.Spec.Shard
+		}
+		if a.Spec.ReplicaIndex != b.Spec.ReplicaIndex {
+			return a.Spec.ReplicaIndex < b.Spec.ReplicaIndex
+		}
+		return a.Name < b.Name
+	})
+}
+
+func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }
