@@ -87,8 +87,8 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 	return owned, orphan, true
 }
 
-// applyMoves carries out the planned moves, up to MigrationSlotsPerReconcile migrated
-// slots per round.
+// applyMoves carries out the planned moves: slots without an owner are assigned, the others
+// migrated.
 func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) error {
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
@@ -98,29 +98,69 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 			}
 		}
 	}
-	moved, remaining := 0, 0
+	var migrations []SlotMove
 	for _, mv := range moves {
-		if mv.From == "" {
-			if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
-				return err
-			}
+		if mv.From != "" {
+			migrations = append(migrations, mv)
 			continue
 		}
-		remaining += len(mv.Slots)
-		n, err := r.migrateMove(ctx, st, mv, r.Options.MigrationSlotsPerReconcile-moved)
-		moved += n
-		if err != nil {
+		if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
 			return err
 		}
 	}
-	if moved > 0 {
+	moved, atomic, err := r.migrate(ctx, st, migrations)
+	if moved > 0 || atomic > 0 {
 		st.migrating = true
+	}
+	if atomic > 0 {
+		st.wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
+	}
+	if moved > 0 {
+		remaining := 0
+		for _, mv := range migrations {
+			remaining += len(mv.Slots)
+		}
 		// Go on at once: nothing in Kubernetes is awaited.
 		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
-	} else {
+	}
+	if moved == 0 && atomic == 0 {
 		st.wait("assigning slots", time.Second)
 	}
-	return nil
+	return err
+}
+
+// migrate carries out the moves between primaries, grouped by source: atomically where
+// the servers can (see atomicMoves), else key by key up to MigrationSlotsPerReconcile
+// slots per round. It returns the slots moved key by key and the slots in flight
+// atomically.
+func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []SlotMove) (moved, atomic int, err error) {
+	var sources []string
+	bySource := map[string][]SlotMove{}
+	for _, mv := range moves {
+		if _, ok := bySource[mv.From]; !ok {
+			sources = append(sources, mv.From)
+		}
+		bySource[mv.From] = append(bySource[mv.From], mv)
+	}
+	for _, id := range sources {
+		src := st.byID[id]
+		if r.atomicMoves(st, src, bySource[id]) {
+			n, err := r.migrateAtomically(ctx, st, src, bySource[id])
+			atomic += n
+			if err != nil {
+				return moved, atomic, err
+			}
+			continue
+		}
+		for _, mv := range bySource[id] {
+			n, err := r.migrateMove(ctx, st, mv, r.Options.MigrationSlotsPerReconcile-moved)
+			moved += n
+			if err != nil {
+				return moved, atomic, err
+			}
+		}
+	}
+	return moved, atomic, nil
 }
 
 // assignSlots gives a move's slots without an owner to its target: free slots by
@@ -155,8 +195,8 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv SlotM
 	return nil
 }
 
-// migrateMove migrates up to budget of a move's slots, slotsPerBatch at a time, and returns
-// how many it moved.
+// migrateMove migrates up to budget of a move's slots key by key, slotsPerBatch at a time,
+// and returns how many it moved.
 func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotMove, budget int) (int, error) {
 	src, dst := st.byID[mv.From], st.byID[mv.To]
 	if migrationStarting(st) && budget > 0 {

@@ -38,7 +38,8 @@ func (r *Reconciler) observe(ctx context.Context, vc *valkeyv1.ValkeyCluster, no
 	return st
 }
 
-// observeMember reads what m's server says: CLUSTER NODES, INFO replication, CLUSTER INFO.
+// observeMember reads what m's server says: CLUSTER NODES, INFO server and replication,
+// CLUSTER INFO.
 func observeMember(ctx context.Context, cs *conns, m *member) error {
 	out, err := cs.str(ctx, m.addr, "CLUSTER", "NODES")
 	if err != nil {
@@ -55,7 +56,7 @@ func observeMember(ctx context.Context, cs *conns, m *member) error {
 	if m.self == nil {
 		return fmt.Errorf("no myself line in CLUSTER NODES of %s", m.addr)
 	}
-	info, err := cs.str(ctx, m.addr, "INFO", "replication")
+	info, err := cs.str(ctx, m.addr, "INFO", "server", "replication")
 	if err != nil {
 		return err
 	}

@@ -42,6 +42,9 @@ type Options struct {
 	// MigrationSlotsPerReconcile bounds the slots moved by one reconcile before status is
 	// reported and the work continues in the next one.
 	MigrationSlotsPerReconcile int `mapstructure:"migration-slots-per-reconcile"`
+	// MigrationMode is how slots move: MigrationAuto (atomically where both servers can,
+	// else key by key) or MigrationKeys (always key by key).
+	MigrationMode string `mapstructure:"migration-mode"`
 	// FailoverTimeout bounds waiting for a replica to take over after CLUSTER FAILOVER.
 	FailoverTimeout time.Duration `mapstructure:"failover-timeout"`
 	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
@@ -51,6 +54,12 @@ type Options struct {
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
 }
 
+// Migration modes (Options.MigrationMode).
+const (
+	MigrationAuto = "auto"
+	MigrationKeys = "keys"
+)
+
 // DefaultOptions are the defaults of every setting.
 func DefaultOptions() Options {
 	return Options{
@@ -59,6 +68,7 @@ func DefaultOptions() Options {
 		CommandTimeout:             10 * time.Second,
 		MigrationBatchSize:         100,
 		MigrationSlotsPerReconcile: 256,
+		MigrationMode:              MigrationAuto,
 		FailoverTimeout:            30 * time.Second,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
@@ -82,6 +92,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MigrationSlotsPerReconcile == 0 {
 		o.MigrationSlotsPerReconcile = d.MigrationSlotsPerReconcile
+	}
+	if o.MigrationMode == "" {
+		o.MigrationMode = d.MigrationMode
 	}
 	if o.FailoverTimeout == 0 {
 		o.FailoverTimeout = d.FailoverTimeout
@@ -108,6 +121,9 @@ func (o Options) Validate() error {
 	}
 	if o.MigrationBatchSize < 0 || o.MigrationSlotsPerReconcile < 0 || o.MaxConcurrentReconciles < 0 {
 		errs = append(errs, errors.New("migration-batch-size, migration-slots-per-reconcile and max-concurrent-reconciles must not be negative"))
+	}
+	if o.MigrationMode != "" && o.MigrationMode != MigrationAuto && o.MigrationMode != MigrationKeys {
+		errs = append(errs, fmt.Errorf("migration-mode must be %s or %s, not %q", MigrationAuto, MigrationKeys, o.MigrationMode))
 	}
 	return errors.Join(errs...)
 }

@@ -2,6 +2,8 @@ package topologycontroller
 
 import (
 	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -59,7 +61,7 @@ type member struct {
 	err   error
 	self  *clusterNode
 	view  []clusterNode
-	repl  map[string]string
+	repl  map[string]string // INFO server and replication
 	state string // cluster_state
 }
 
@@ -81,6 +83,15 @@ func (m *member) knows(id, addr string) bool {
 		}
 	}
 	return false
+}
+
+// atomicMigration tells whether m's server migrates slots atomically (CLUSTER
+// MIGRATESLOTS: Valkey 9.0 and later). Redis and older Valkey report no valkey_version
+// of 9 or more (Valkey's redis_version is a fixed compatibility value).
+func (m *member) atomicMigration() bool {
+	major, _, _ := strings.Cut(m.repl["valkey_version"], ".")
+	n, err := strconv.Atoi(major)
+	return err == nil && n >= 9
 }
 
 // linkUp tells whether a replica's replication link is up.

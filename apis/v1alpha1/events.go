@@ -27,6 +27,7 @@ const (
 	EventSlotsReassigned    = "SlotsReassigned"
 	EventMigrating          = "Migrating"
 	EventMigrated           = "Migrated"
+	EventMigrationFailed    = "MigrationFailed"
 	EventFailingOver        = "FailingOver"
 	EventFailedOver         = "FailedOver"
 	EventRollApproved       = "RollApproved"

@@ -1,0 +1,200 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
+	appsv1 "k8s.io/api/apps/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// Scale-out 3 → 4 shards and back to 3 under a writer whose keys count only once a replica
+// has them (WAIT 1): slots move (atomically on Valkey 9 unless the topology controller runs
+// with --migration-mode=keys), nothing acknowledged is lost, and clients never see ASK or
+// TRYAGAIN on the atomic path.
+var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered, func() {
+	var (
+		cluster *v1.ValkeyCluster
+		atomic  bool
+	)
+
+	BeforeAll(func() {
+		atomic = !strings.Contains(topologyArgs(), "--migration-mode=keys")
+		cluster = newCluster(newNamespace("e2e-migrate"), "scale", 3, 1, nil)
+		waitReady(cluster, 6*time.Minute)
+		writeKeys(cluster, "base", 5000)
+	})
+
+	for _, step := range []struct {
+		name     string
+		from, to int32
+	}{{"out", 3, 4}, {"in", 4, 3}} {
+		It(fmt.Sprintf("scales %s from %d to %d shards: 0 acknowledged keys lost, no ASK or TRYAGAIN", step.name, step.from, step.to), func() {
+			w := startAckWriter(cluster, "scale-"+step.name)
+			since := time.Now()
+			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = step.to })
+			waitReady(cluster, 8*time.Minute)
+			ready := time.Since(since)
+			acked, errs := w.stop()
+			took := migrationTime(cluster, since)
+			GinkgoWriter.Printf("scale-%s %d→%d (atomic=%v): migration %s, Ready after %s; %d writes acknowledged by a replica, refused: %v\n",
+				step.name, step.from, step.to, atomic, took, ready.Round(time.Second), len(acked), errs)
+			AddReportEntry("scale-"+step.name, fmt.Sprintf("atomic=%v migration=%s ready=%s acked=%d refused=%v", atomic, took, ready.Round(time.Second), len(acked), errs))
+			Expect(len(acked)).To(BeNumerically(">", 100), "the writer made progress")
+			expectKeys(cluster, "scale-"+step.name, acked)
+			expectKeys(cluster, "base", seq(5000))
+			if atomic {
+				Expect(errs).NotTo(HaveKey("ASK"), "no ASK redirection on the atomic path")
+				Expect(errs).NotTo(HaveKey("TRYAGAIN"), "no TRYAGAIN on the atomic path")
+			}
+			Expect(clusterNodes(cluster)).To(HaveLen(int(2 * step.to)))
+			expectClusterOK(cluster)
+			expectClusterCheck(cluster)
+		})
+	}
+})
+
+// topologyArgs are the topology controller's container arguments.
+func topologyArgs() string {
+	var d appsv1.Deployment
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "valkey-topology-controller"}, &d)).To(Succeed())
+	var args []string
+	for _, c := range d.Spec.Template.Spec.Containers {
+		args = append(args, c.Args...)
+	}
+	return strings.Join(args, " ")
+}
+
+// migrationTime is the time from the first Migrating event to the Migrated event of the
+// cluster after since.
+func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
+	var list eventsv1.EventList
+	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
+	var start, end time.Time
+	for _, e := range list.Items {
+		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || e.EventTime.Time.Before(since.Truncate(time.Second)) {
+			continue
+		}
+		switch e.Reason {
+		case v1.EventMigrating:
+			if start.IsZero() || e.EventTime.Time.Before(start) {
+				start = e.EventTime.Time
+			}
+		case v1.EventMigrated:
+			if e.EventTime.Time.After(end) {
+				end = e.EventTime.Time
+			}
+		}
+	}
+	Expect(start.IsZero() || end.IsZero()).To(BeFalse(), "Migrating and Migrated events after %s", since)
+	return end.Sub(start).Round(time.Millisecond)
+}
+
+// expectClusterCheck runs valkey-cli --cluster check in a pod of the cluster and expects it
+// clean: every slot covered, no open slot, every node agreeing.
+func expectClusterCheck(c *v1.ValkeyCluster) {
+	n := clusterNodes(c)[0]
+	out, err := kubectl("-n", c.Namespace, "exec", n.Status.Workload.PodName, "-c", "valkey", "--",
+		"valkey-cli", "--cluster", "check", "127.0.0.1:6379")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+	ExpectWithOffset(1, out).To(ContainSubstring("[OK] All 16384 slots covered."), out)
+	ExpectWithOffset(1, out).NotTo(ContainSubstring("[WARNING]"), out)
+	ExpectWithOffset(1, out).NotTo(ContainSubstring("[ERR]"), out)
+}
+
+// ackWriter writes keys continuously and counts a key as acknowledged only once WAIT 1
+// returned at least 1 on the connection that wrote it. A refused write is tried again
+// (MOVED, ASK and TRYAGAIN included: the writer is its own redirect-following client, so it
+// sees every one) and counted by the first word of its error.
+type ackWriter struct {
+	mu     sync.Mutex
+	acked  []int
+	errs   map[string]int
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
+
+func startAckWriter(c *v1.ValkeyCluster, prefix string) *ackWriter {
+	vc := ackClient(c)
+	wctx, cancel := context.WithCancel(ctx)
+	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(w.done)
+		defer vc.Close()
+		for i := 0; wctx.Err() == nil; i++ {
+			w.write(wctx, vc, fmt.Sprintf("%s-%d", prefix, i), i)
+		}
+	}()
+	return w
+}
+
+// write tries one key until a replica acknowledges it (or the writer stops).
+func (w *ackWriter) write(ctx context.Context, vc valkey.Client, key string, i int) {
+	for ctx.Err() == nil {
+		err := vc.Dedicated(func(d valkey.DedicatedClient) error {
+			octx, cancel := context.WithTimeout(ctx, 3*time.Second)
+			defer cancel()
+			res := d.DoMulti(octx, d.B().Set().Key(key).Value(strconv.Itoa(i)).Build(), d.B().Wait().Numreplicas(1).Timeout(1000).Build())
+			if err := res[0].Error(); err != nil {
+				return err
+			}
+			n, err := res[1].AsInt64()
+			if err == nil && n < 1 {
+				err = errNotReplicated
+			}
+			return err
+		})
+		w.mu.Lock()
+		if err == nil {
+			w.acked = append(w.acked, i)
+			w.mu.Unlock()
+			return
+		}
+		if ctx.Err() == nil {
+			word, _, _ := strings.Cut(err.Error(), " ")
+			w.errs[word]++
+		}
+		w.mu.Unlock()
+		time.Sleep(20 * time.Millisecond) // pacing the retries of a refused write
+	}
+}
+
+// stop ends the writer and returns the acknowledged key numbers and the refusals by kind.
+func (w *ackWriter) stop() ([]int, map[string]int) {
+	w.cancel()
+	<-w.done
+	sort.Ints(w.acked)
+	return w.acked, w.errs
+}
+
+// ackClient is a cluster client that does not retry by itself: a refused write comes back
+// to the writer, which counts it and tries again on a fresh connection to the slot's owner.
+func ackClient(c *v1.ValkeyCluster) valkey.Client {
+	var addrs []string
+	for _, n := range clusterNodes(c) {
+		if n.Status.Workload != nil && n.Status.Workload.PodIP != "" {
+			addrs = append(addrs, n.Status.Workload.PodIP+":6379")
+		}
+	}
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: addrs, Password: password(c), DisableCache: true, DisableRetry: true,
+		ConnWriteTimeout: 5 * time.Second,
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return vc
+}

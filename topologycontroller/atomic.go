@@ -1,0 +1,122 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// atomicPoll is how soon an atomic migration in flight is looked at again: the server
+// moves the slots on its own, usually within a second or two.
+const atomicPoll = 250 * time.Millisecond
+
+// slotJob is one atomic slot migration as CLUSTER GETSLOTMIGRATIONS reports it (newest
+// first; finished jobs stay listed for a while, in memory only).
+type slotJob struct {
+	name, operation, ranges, target, state, message string
+}
+
+// running tells whether the job has not reached a final state.
+func (j slotJob) running() bool {
+	return j.state != "success" && j.state != "failed" && j.state != "cancelled"
+}
+
+// slotJobs lists the atomic slot migrations the server at addr knows of.
+func slotJobs(ctx context.Context, cs *conns, addr string) ([]slotJob, error) {
+	r, err := cs.do(ctx, addr, "CLUSTER", "GETSLOTMIGRATIONS")
+	if err != nil {
+		return nil, err
+	}
+	entries, err := r.ToArray()
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", addr, err)
+	}
+	jobs := make([]slotJob, 0, len(entries))
+	for i := range entries {
+		f, err := entries[i].AsStrMap()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER GETSLOTMIGRATIONS on %s: %w", addr, err)
+		}
+		jobs = append(jobs, slotJob{
+			name: f["name"], operation: f["operation"], ranges: f["slot_ranges"],
+			target: f["target_node"], state: f["state"], message: f["message"],
+		})
+	}
+	return jobs, nil
+}
+
+// atomicMoves tells whether the moves from src can go atomically: the mode allows it and
+// the source and every target run a server that can.
+func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []SlotMove) bool {
+	if r.Options.MigrationMode == MigrationKeys || !src.atomicMigration() {
+		return false
+	}
+	for _, mv := range moves {
+		if !st.byID[mv.To].atomicMigration() {
+			return false
+		}
+	}
+	return true
+}
+
+// migrateAtomically moves src's planned slots with one CLUSTER MIGRATESLOTS (one
+// SLOTSRANGE … NODE group per target), unless an export of src is still running. The
+// server moves the keys and hands the slots over at once, so clients never see ASK; the
+// job lives on the source, so a controller restart only looks again. A job that failed is
+// reported and started again. It returns the slots in flight.
+func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []SlotMove) (int, error) {
+	jobs, err := slotJobs(ctx, st.cs, src.addr)
+	if err != nil {
+		return 0, err
+	}
+	inFlight := 0
+	for _, mv := range moves {
+		inFlight += len(mv.Slots)
+	}
+	var last *slotJob
+	for i := range jobs {
+		if jobs[i].operation != "EXPORT" {
+			continue
+		}
+		if jobs[i].running() {
+			return inFlight, nil // the server is at it: look again soon
+		}
+		if last == nil {
+			last = &jobs[i]
+		}
+	}
+	if last != nil && last.state != "success" {
+		r.event(st, src.node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
+			"atomic migration %s of slots %s from %s %s (%s); starting it again", short8(last.name), last.ranges, src.node.Name, last.state, last.message)
+	}
+	args := []string{"CLUSTER", "MIGRATESLOTS"}
+	for _, mv := range moves {
+		args = append(args, "SLOTSRANGE")
+		for _, rg := range compactSlots(mv.Slots) {
+			args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
+		}
+		args = append(args, "NODE", mv.To)
+	}
+	if err := st.cs.ok(ctx, src.addr, args...); err != nil {
+		return 0, err
+	}
+	if migrationStarting(st) {
+		r.event(st, src.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
+			"moving %d slots from %s atomically to %s", inFlight, src.node.Name, targetNames(st, moves))
+	}
+	return inFlight, nil
+}
+
+func targetNames(st *clusterState, moves []SlotMove) string {
+	names := make([]string, 0, len(moves))
+	for _, mv := range moves {
+		names = append(names, st.byID[mv.To].node.Name)
+	}
+	return strings.Join(names, ", ")
+}
