@@ -54,18 +54,7 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		replica, primary := replicaAndPrimary(cluster)
 		id := myID(replica, pw)
 		before := info(primary, pw, "stats")
-		oldPod := replica.Status.Workload.PodName
-		var pod corev1.Pod
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: oldPod}, &pod)).To(Succeed())
-		oldUID := pod.UID
-		Expect(k8s.Delete(ctx, &pod)).To(Succeed())
-
-		Eventually(func(g Gomega) {
-			var p corev1.Pod
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: oldPod}, &p)).To(Succeed())
-			g.Expect(p.UID).NotTo(Equal(oldUID))
-			g.Expect(isReady(&p)).To(BeTrue())
-		}).WithTimeout(3 * time.Minute).Should(Succeed())
+		replacePod(replica, 3*time.Minute)
 		waitReady(cluster, 3*time.Minute)
 		replica = nodeByName(cluster, replica.Name)
 		Expect(myID(replica, pw)).To(Equal(id), "node ID from nodes.conf on the claim")
@@ -247,9 +236,7 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 
 		// From now on a restarted node keeps its ID.
 		ids := nodeIDs(cluster)
-		n := clusterNodes(cluster)[0]
-		Expect(k8s.Delete(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: n.Status.Workload.PodName}})).To(Succeed())
-		time.Sleep(5 * time.Second)
+		replacePod(clusterNodes(cluster)[0], 3*time.Minute)
 		waitReady(cluster, 4*time.Minute)
 		Expect(nodeIDs(cluster)).To(Equal(ids))
 	})

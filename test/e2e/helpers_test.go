@@ -300,6 +300,27 @@ func podUIDs(c *v1.ValkeyCluster) map[string]string {
 	return out
 }
 
+// replacePod deletes the node's pod and waits until it has been replaced by a Ready pod of
+// the same name (another UID) and the node's status gives that pod's IP, so that what
+// follows talks to the new server.
+func replacePod(n v1.ValkeyNode, timeout time.Duration) {
+	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
+	key := client.ObjectKey{Namespace: n.Namespace, Name: n.Status.Workload.PodName}
+	var old corev1.Pod
+	ExpectWithOffset(1, k8s.Get(ctx, key, &old)).To(Succeed())
+	ExpectWithOffset(1, k8s.Delete(ctx, &old, client.Preconditions{UID: &old.UID})).To(Succeed())
+	EventuallyWithOffset(1, func(g Gomega) {
+		var p corev1.Pod
+		g.Expect(k8s.Get(ctx, key, &p)).To(Succeed())
+		g.Expect(p.UID).NotTo(Equal(old.UID), "%s replaced", key.Name)
+		g.Expect(isReady(&p)).To(BeTrue(), "%s Ready", key.Name)
+		var cur v1.ValkeyNode
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&n), &cur)).To(Succeed())
+		g.Expect(cur.Status.Workload).NotTo(BeNil())
+		g.Expect(cur.Status.Workload.PodIP).To(Equal(p.Status.PodIP), "%s reports the new pod's IP", n.Name)
+	}).WithTimeout(timeout).Should(Succeed())
+}
+
 func nodeIDs(c *v1.ValkeyCluster) map[string]string {
 	pw := password(c)
 	out := map[string]string{}

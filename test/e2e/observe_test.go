@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -11,8 +12,11 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -89,50 +93,118 @@ type approval struct {
 }
 
 // approvals records every RollApproved=True transition of a cluster's nodes, with the role
-// the node had at that moment, and how many nodes were approved at once.
+// the node had at that moment, and how many nodes were approved at once. It watches the
+// nodes from a list's resource version, so every status change is seen, in the order the
+// API server made them, and the count after each one is the count at that revision.
 type approvals struct {
 	mu      sync.Mutex
-	seen    map[string]metav1.Time
+	seen    map[string]bool
 	list    []approval
 	maxConc int
+	err     error
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
 
 func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
-	a := &approvals{seen: map[string]metav1.Time{}, done: make(chan struct{})}
+	opts := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}}
+	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	var initial v1.ValkeyNodeList
+	ExpectWithOffset(1, wc.List(ctx, &initial, opts...)).To(Succeed())
+	a := &approvals{seen: map[string]bool{}, done: make(chan struct{})}
 	var wctx context.Context
 	wctx, a.cancel = context.WithCancel(ctx)
+	// A RetryWatcher resumes from the last resource version it delivered when the API server
+	// ends a watch, so no change is lost between two watches.
+	w, err := watchtools.NewRetryWatcherWithContext(wctx, initial.ResourceVersion, &cache.ListWatch{
+		WatchFuncWithContext: func(watchCtx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			return wc.Watch(watchCtx, &v1.ValkeyNodeList{}, append(opts, &client.ListOptions{Raw: &o})...)
+		},
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+
+	nodes := map[string]v1.ValkeyNode{}
+	// update applies one node's new state (nil: deleted) and records what it changed.
+	update := func(name string, n *v1.ValkeyNode) {
+		prev, had := nodes[name]
+		if n == nil {
+			delete(nodes, name)
+		} else {
+			nodes[name] = *n
+		}
+		conc := 0
+		peers := make([]v1.ValkeyNode, 0, len(nodes))
+		for _, m := range nodes {
+			peers = append(peers, m)
+			if status.IsTrue(m.Status.Conditions, v1.ConditionRollApproved) {
+				conc++
+			}
+		}
+		var add *approval
+		if cond := newApproval(prev, had, n); cond != nil {
+			add = &approval{node: name, reason: cond.Reason, role: roleInValkey(wctx, *n, peers, pw)}
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if add != nil {
+			a.seen[name] = true
+			a.list = append(a.list, *add)
+		}
+		a.maxConc = max(a.maxConc, conc)
+	}
+	for i := range initial.Items {
+		update(initial.Items[i].Name, &initial.Items[i])
+	}
 	go func() {
 		defer GinkgoRecover()
 		defer close(a.done)
-		for wctx.Err() == nil {
-			var list v1.ValkeyNodeList
-			if err := k8s.List(wctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err == nil {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Added, watch.Modified, watch.Deleted:
+				n, ok := ev.Object.(*v1.ValkeyNode)
+				if !ok {
+					continue
+				}
+				if ev.Type == watch.Deleted {
+					update(n.Name, nil)
+				} else {
+					update(n.Name, n)
+				}
+			case watch.Error:
 				a.mu.Lock()
-				conc := 0
-				for _, n := range list.Items {
-					cond := status.Get(n.Status.Conditions, v1.ConditionRollApproved)
-					if cond == nil || cond.Status != metav1.ConditionTrue {
-						continue
-					}
-					conc++
-					if last, ok := a.seen[n.Name]; ok && last.Equal(&cond.LastTransitionTime) {
-						continue
-					}
-					a.seen[n.Name] = cond.LastTransitionTime
-					role := roleInValkey(wctx, n, list.Items, pw)
-					a.list = append(a.list, approval{node: n.Name, reason: cond.Reason, role: role})
-				}
-				if conc > a.maxConc {
-					a.maxConc = conc
-				}
+				a.err = apierrors.FromObject(ev.Object)
 				a.mu.Unlock()
+				return
 			}
-			time.Sleep(200 * time.Millisecond)
+		}
+		if wctx.Err() == nil {
+			a.mu.Lock()
+			a.err = errors.New("the watch ended before the observer was stopped")
+			a.mu.Unlock()
 		}
 	}()
 	return a
+}
+
+// newApproval returns the node's RollApproved condition when this change made it True: it was
+// not True before (or the node was not known), or it became True again since.
+func newApproval(prev v1.ValkeyNode, had bool, n *v1.ValkeyNode) *metav1.Condition {
+	if n == nil {
+		return nil
+	}
+	cond := status.Get(n.Status.Conditions, v1.ConditionRollApproved)
+	if cond == nil || cond.Status != metav1.ConditionTrue {
+		return nil
+	}
+	if had {
+		last := status.Get(prev.Status.Conditions, v1.ConditionRollApproved)
+		if last != nil && last.Status == metav1.ConditionTrue && last.LastTransitionTime.Equal(&cond.LastTransitionTime) {
+			return nil
+		}
+	}
+	return cond
 }
 
 // roleInValkey judges the node's role in Valkey from its shard partners, each of which
@@ -173,9 +245,12 @@ func (a *approvals) maxConcurrent() int {
 	return a.maxConc
 }
 
+// stop ends the watch and returns the approvals in the order they were made; it fails the
+// spec when the watch broke off, since a change could then have been missed.
 func (a *approvals) stop() []approval {
 	a.cancel()
 	<-a.done
+	ExpectWithOffset(1, a.err).NotTo(HaveOccurred(), "watching RollApproved")
 	return a.list
 }
 

@@ -44,7 +44,8 @@ const (
 	statefulSetName   = "valkey"
 	dataVolume        = "data"
 	valkeyContainer   = "valkey"
-	firstClaimOfStore = dataVolume + "-" + statefulSetName + "-0"
+	valkeyPod         = statefulSetName + "-0"
+	firstClaimOfStore = dataVolume + "-" + valkeyPod
 )
 
 type env struct {
@@ -227,8 +228,37 @@ func valkeyStatefulSet(ns string) *appsv1.StatefulSet {
 	}
 }
 
+// TestSmoke runs its steps in order in one namespace; it stops when a step the others need
+// (a Ready node, the Valkey StatefulSet) fails.
 func TestSmoke(t *testing.T) {
 	e := setup(t)
+	e.createNamespace()
+	// run runs one step as a subtest, with e reporting to it.
+	run := func(name string, step func(*testing.T, *env)) bool {
+		return t.Run(name, func(t *testing.T) {
+			e := *e
+			e.t = t
+			step(t, &e)
+		})
+	}
+	if !run("NodeReady", nodeReady) {
+		return
+	}
+	if !run("StatefulSetOnDynamicVolume", statefulSetOnDynamicVolume) {
+		return
+	}
+	var nodeID string
+	run("NodeIDSurvivesPodDeletion", func(t *testing.T, e *env) { nodeIDSurvivesPodDeletion(t, e, &nodeID) })
+	run("OnlineExpansion", func(t *testing.T, e *env) { onlineExpansion(t, e, nodeID) })
+	run("FixedClassRefusesExpansion", fixedClassRefusesExpansion)
+	run("GarbageCollection", garbageCollection)
+	run("ReleasedVolumesAreDeleted", releasedVolumesAreDeleted)
+}
+
+// createNamespace creates the namespace the steps run in, deleted at the end unless the
+// test failed.
+func (e *env) createNamespace() {
+	t := e.t
 	ctx := context.Background()
 	e.ns = fmt.Sprintf("smoke-%06d", rand.IntN(1000000))
 	if _, err := e.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: e.ns}}, metav1.CreateOptions{}); err != nil {
@@ -242,279 +272,277 @@ func TestSmoke(t *testing.T) {
 		_ = e.cs.CoreV1().Namespaces().Delete(context.Background(), e.ns, metav1.DeleteOptions{})
 	})
 	t.Logf("namespace %s", e.ns)
+}
 
-	t.Run("NodeReady", func(t *testing.T) {
-		e := *e
-		e.t = t
-		e.eventually("a Ready node", time.Minute, func(ctx context.Context) (bool, error) {
-			nodes, err := e.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
-			if err != nil {
-				return false, err
-			}
-			for _, n := range nodes.Items {
-				for _, c := range n.Status.Conditions {
-					if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
-						t.Logf("node %s Ready, kubelet %s, runtime %s", n.Name, n.Status.NodeInfo.KubeletVersion, n.Status.NodeInfo.ContainerRuntimeVersion)
-						return true, nil
-					}
+// nodeReady waits for a Ready node and logs its kubelet and runtime versions.
+func nodeReady(t *testing.T, e *env) {
+	e.eventually("a Ready node", time.Minute, func(ctx context.Context) (bool, error) {
+		nodes, err := e.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err
+		}
+		for _, n := range nodes.Items {
+			for _, c := range n.Status.Conditions {
+				if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+					t.Logf("node %s Ready, kubelet %s, runtime %s", n.Name, n.Status.NodeInfo.KubeletVersion, n.Status.NodeInfo.ContainerRuntimeVersion)
+					return true, nil
 				}
 			}
-			return false, nil
-		})
+		}
+		return false, nil
 	})
-	if t.Failed() {
-		return
+}
+
+// statefulSetOnDynamicVolume runs Valkey in a StatefulSet whose claim the default class
+// provisions on a loop device with XFS, makes it a one-node cluster owning every slot and
+// saves a key to the volume.
+func statefulSetOnDynamicVolume(t *testing.T, e *env) {
+	ctx := context.Background()
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: statefulSetName, Namespace: e.ns},
+		Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": statefulSetName},
+			Ports: []corev1.ServicePort{{Name: "valkey", Port: 6379}}},
 	}
-
-	pod := statefulSetName + "-0"
-	var nodeID string
-	ok := t.Run("StatefulSetOnDynamicVolume", func(t *testing.T) {
-		e := *e
-		e.t = t
-		svc := &corev1.Service{
-			ObjectMeta: metav1.ObjectMeta{Name: statefulSetName, Namespace: e.ns},
-			Spec: corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: map[string]string{"app": statefulSetName},
-				Ports: []corev1.ServicePort{{Name: "valkey", Port: 6379}}},
-		}
-		if _, err := e.cs.CoreV1().Services(e.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		if _, err := e.cs.AppsV1().StatefulSets(e.ns).Create(ctx, valkeyStatefulSet(e.ns), metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.eventually("Valkey pod Ready on a dynamic volume", waitTimeout, e.podReady(pod, ""))
-		pvc, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, firstClaimOfStore, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := ptr.Deref(pvc.Spec.StorageClassName, ""); got != expandableClass {
-			t.Errorf("claim class %q, want the default %q", got, expandableClass)
-		}
-		pv, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if pv.Spec.Local == nil || !strings.HasPrefix(pv.Spec.Local.Path, "/dev/loop") || ptr.Deref(pv.Spec.Local.FSType, "") != "xfs" {
-			t.Errorf("volume source %+v, want a loop device with xfs", pv.Spec.Local)
-		}
-		id, err := e.exec(pod, valkeyContainer, "kit", "id")
-		if err != nil {
-			t.Fatal(err)
-		}
-		ls, err := e.exec(pod, valkeyContainer, "kit", "ls", "/data")
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("volume %s on %s; in the pod: %s/data: %s", pv.Name, pv.Spec.Local.Path, strings.TrimSpace(id), strings.ReplaceAll(strings.TrimSpace(ls), "\n", "; "))
-		if !strings.Contains(id, "uid=1000") {
-			t.Errorf("valkey runs as %q, want uid 1000", id)
-		}
-		// A one-node Valkey cluster that owns every slot, with a key saved to the volume.
-		if out, err := e.exec(pod, valkeyContainer, "valkey-cli", "cluster", "addslotsrange", "0", "16383"); err != nil || strings.TrimSpace(out) != "OK" {
-			t.Fatalf("CLUSTER ADDSLOTSRANGE: %q %v", out, err)
-		}
-		e.clusterOK(pod)
-		for _, cmd := range [][]string{{"set", "smoke", "kept"}, {"save"}} {
-			if out, err := e.exec(pod, valkeyContainer, append([]string{"valkey-cli"}, cmd...)...); err != nil || strings.TrimSpace(out) != "OK" {
-				t.Fatalf("%v: %q %v", cmd, out, err)
-			}
-		}
-	})
-	if !ok {
-		return
+	if _, err := e.cs.CoreV1().Services(e.ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
 	}
+	if _, err := e.cs.AppsV1().StatefulSets(e.ns).Create(ctx, valkeyStatefulSet(e.ns), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("Valkey pod Ready on a dynamic volume", waitTimeout, e.podReady(valkeyPod, ""))
+	pvc, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, firstClaimOfStore, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := ptr.Deref(pvc.Spec.StorageClassName, ""); got != expandableClass {
+		t.Errorf("claim class %q, want the default %q", got, expandableClass)
+	}
+	pv, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pv.Spec.Local == nil || !strings.HasPrefix(pv.Spec.Local.Path, "/dev/loop") || ptr.Deref(pv.Spec.Local.FSType, "") != "xfs" {
+		t.Errorf("volume source %+v, want a loop device with xfs", pv.Spec.Local)
+	}
+	id, err := e.exec(valkeyPod, valkeyContainer, "kit", "id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls, err := e.exec(valkeyPod, valkeyContainer, "kit", "ls", "/data")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("volume %s on %s; in the pod: %s/data: %s", pv.Name, pv.Spec.Local.Path, strings.TrimSpace(id), strings.ReplaceAll(strings.TrimSpace(ls), "\n", "; "))
+	if !strings.Contains(id, "uid=1000") {
+		t.Errorf("valkey runs as %q, want uid 1000", id)
+	}
+	// A one-node Valkey cluster that owns every slot, with a key saved to the volume.
+	if out, err := e.exec(valkeyPod, valkeyContainer, "valkey-cli", "cluster", "addslotsrange", "0", "16383"); err != nil || strings.TrimSpace(out) != "OK" {
+		t.Fatalf("CLUSTER ADDSLOTSRANGE: %q %v", out, err)
+	}
+	e.clusterOK(valkeyPod)
+	for _, cmd := range [][]string{{"set", "smoke", "kept"}, {"save"}} {
+		if out, err := e.exec(valkeyPod, valkeyContainer, append([]string{"valkey-cli"}, cmd...)...); err != nil || strings.TrimSpace(out) != "OK" {
+			t.Fatalf("%v: %q %v", cmd, out, err)
+		}
+	}
+}
 
-	t.Run("NodeIDSurvivesPodDeletion", func(t *testing.T) {
-		e := *e
-		e.t = t
-		out, err := e.exec(pod, valkeyContainer, "valkey-cli", "cluster", "myid")
+// nodeIDSurvivesPodDeletion deletes the pod and checks that its replacement has the same node
+// ID (from nodes.conf on the volume), its slots and its data; it records the node ID.
+func nodeIDSurvivesPodDeletion(t *testing.T, e *env, learned *string) {
+	ctx := context.Background()
+	out, err := e.exec(valkeyPod, valkeyContainer, "valkey-cli", "cluster", "myid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	nodeID := strings.TrimSpace(out)
+	*learned = nodeID // for the later steps, even if this one fails below
+	conf, err := e.exec(valkeyPod, valkeyContainer, "kit", "cat", "/data/nodes.conf")
+	if err != nil || !strings.Contains(conf, nodeID) || len(nodeID) != 40 {
+		t.Fatalf("node ID %q not in /data/nodes.conf (%v): %s", nodeID, err, conf)
+	}
+	old, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, valkeyPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, valkeyPod, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("pod recreated and Ready", waitTimeout, e.podReady(valkeyPod, old.UID))
+	out, err = e.exec(valkeyPod, valkeyContainer, "valkey-cli", "cluster", "myid")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.TrimSpace(out); got != nodeID {
+		t.Fatalf("node ID changed across pod deletion: %s -> %s", nodeID, got)
+	}
+	e.clusterOK(valkeyPod)
+	if out, err := e.exec(valkeyPod, valkeyContainer, "valkey-cli", "get", "smoke"); err != nil || strings.TrimSpace(out) != "kept" {
+		t.Errorf("GET after pod deletion: %q %v, want kept", out, err)
+	}
+	t.Logf("node ID %s, its slots and its data kept across pod deletion", nodeID)
+}
+
+// onlineExpansion grows the claim from 1Gi to 2Gi and checks that the file system grows inside
+// the running valkeyPod, without a restart and with the same node ID.
+func onlineExpansion(t *testing.T, e *env, nodeID string) {
+	ctx := context.Background()
+	before := e.dfSize(valkeyPod)
+	p0, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, valkeyPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, firstClaimOfStore, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("claim capacity 2Gi", waitTimeout, func(ctx context.Context) (bool, error) {
+		c, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, firstClaimOfStore, metav1.GetOptions{})
 		if err != nil {
-			t.Fatal(err)
+			return false, err
 		}
-		nodeID = strings.TrimSpace(out)
-		conf, err := e.exec(pod, valkeyContainer, "kit", "cat", "/data/nodes.conf")
-		if err != nil || !strings.Contains(conf, nodeID) || len(nodeID) != 40 {
-			t.Fatalf("node ID %q not in /data/nodes.conf (%v): %s", nodeID, err, conf)
-		}
-		old, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, pod, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.eventually("pod recreated and Ready", waitTimeout, e.podReady(pod, old.UID))
-		out, err = e.exec(pod, valkeyContainer, "valkey-cli", "cluster", "myid")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := strings.TrimSpace(out); got != nodeID {
-			t.Fatalf("node ID changed across pod deletion: %s -> %s", nodeID, got)
-		}
-		e.clusterOK(pod)
-		if out, err := e.exec(pod, valkeyContainer, "valkey-cli", "get", "smoke"); err != nil || strings.TrimSpace(out) != "kept" {
-			t.Errorf("GET after pod deletion: %q %v, want kept", out, err)
-		}
-		t.Logf("node ID %s, its slots and its data kept across pod deletion", nodeID)
+		q := c.Status.Capacity[corev1.ResourceStorage]
+		return q.Cmp(resource.MustParse("2Gi")) >= 0, nil
 	})
-
-	t.Run("OnlineExpansion", func(t *testing.T) {
-		e := *e
-		e.t = t
-		before := e.dfSize(pod)
-		p0, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		patch := []byte(`{"spec":{"resources":{"requests":{"storage":"2Gi"}}}}`)
-		if _, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, firstClaimOfStore, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.eventually("claim capacity 2Gi", waitTimeout, func(ctx context.Context) (bool, error) {
-			c, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, firstClaimOfStore, metav1.GetOptions{})
-			if err != nil {
-				return false, err
-			}
-			q := c.Status.Capacity[corev1.ResourceStorage]
-			return q.Cmp(resource.MustParse("2Gi")) >= 0, nil
-		})
-		var after int64
-		e.eventually("file system grown inside the pod", time.Minute, func(context.Context) (bool, error) {
-			after = e.dfSize(pod)
-			return after >= before+900<<20, nil
-		})
-		t.Logf("df /data inside the pod: %d MiB -> %d MiB", before>>20, after>>20)
-		p1, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, pod, metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p1.UID != p0.UID || p1.Status.ContainerStatuses[0].RestartCount != p0.Status.ContainerStatuses[0].RestartCount {
-			t.Errorf("the pod was restarted: growth was not online")
-		}
-		if out, err := e.exec(pod, valkeyContainer, "valkey-cli", "cluster", "myid"); err != nil || strings.TrimSpace(out) != nodeID {
-			t.Errorf("after growth: node ID %q (%v), want %s", out, err, nodeID)
-		}
+	var after int64
+	e.eventually("file system grown inside the pod", time.Minute, func(context.Context) (bool, error) {
+		after = e.dfSize(valkeyPod)
+		return after >= before+900<<20, nil
 	})
+	t.Logf("df /data inside the pod: %d MiB -> %d MiB", before>>20, after>>20)
+	p1, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, valkeyPod, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p1.UID != p0.UID || p1.Status.ContainerStatuses[0].RestartCount != p0.Status.ContainerStatuses[0].RestartCount {
+		t.Errorf("the pod was restarted: growth was not online")
+	}
+	if out, err := e.exec(valkeyPod, valkeyContainer, "valkey-cli", "cluster", "myid"); err != nil || strings.TrimSpace(out) != nodeID {
+		t.Errorf("after growth: node ID %q (%v), want %s", out, err, nodeID)
+	}
+}
 
-	t.Run("FixedClassRefusesExpansion", func(t *testing.T) {
-		e := *e
-		e.t = t
-		claim := &corev1.PersistentVolumeClaim{
-			ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: e.ns},
-			Spec: corev1.PersistentVolumeClaimSpec{
-				StorageClassName: ptr.To(fixedClass),
-				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-				Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceStorage: resource.MustParse("100Mi")}},
-			},
-		}
-		if _, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		podSec, sec := restricted()
-		user := &corev1.Pod{
-			ObjectMeta: metav1.ObjectMeta{Name: "fixed-user", Namespace: e.ns},
-			Spec: corev1.PodSpec{
-				TerminationGracePeriodSeconds: ptr.To[int64](1),
-				SecurityContext:               podSec,
-				Containers: []corev1.Container{{
-					Name: valkeyContainer, Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
-					SecurityContext: sec,
-					VolumeMounts:    []corev1.VolumeMount{{Name: dataVolume, MountPath: "/data"}},
-				}},
-				Volumes: []corev1.Volume{{Name: dataVolume, VolumeSource: corev1.VolumeSource{
-					PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "fixed"}}}},
-			},
-		}
-		if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, user, metav1.CreateOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		e.eventually("pod on a fixed-size volume Ready", waitTimeout, e.podReady("fixed-user", ""))
-		c, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "fixed", metav1.GetOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if q := c.Status.Capacity[corev1.ResourceStorage]; q.String() != "300Mi" {
-			t.Errorf("capacity of a 100Mi claim: %s, want 300Mi (the XFS minimum)", q.String())
-		}
-		if size := e.dfSize("fixed-user"); size < 200<<20 {
-			t.Errorf("file system of %d MiB", size>>20)
-		}
-		patch := []byte(`{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`)
-		_, err = e.cs.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, "fixed", types.MergePatchType, patch, metav1.PatchOptions{})
-		if err == nil {
-			t.Fatalf("growing a claim of class %s was accepted", fixedClass)
-		}
-		t.Logf("growth refused: %v", err)
+// fixedClassRefusesExpansion mounts a claim of the fixed class (rounded up to the XFS minimum)
+// and checks that growing it is refused.
+func fixedClassRefusesExpansion(t *testing.T, e *env) {
+	ctx := context.Background()
+	claim := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: e.ns},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			StorageClassName: ptr.To(fixedClass),
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("100Mi")}},
+		},
+	}
+	if _, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Create(ctx, claim, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	podSec, sec := restricted()
+	user := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "fixed-user", Namespace: e.ns},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext:               podSec,
+			Containers: []corev1.Container{{
+				Name: valkeyContainer, Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
+				SecurityContext: sec,
+				VolumeMounts:    []corev1.VolumeMount{{Name: dataVolume, MountPath: "/data"}},
+			}},
+			Volumes: []corev1.Volume{{Name: dataVolume, VolumeSource: corev1.VolumeSource{
+				PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "fixed"}}}},
+		},
+	}
+	if _, err := e.cs.CoreV1().Pods(e.ns).Create(ctx, user, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("pod on a fixed-size volume Ready", waitTimeout, e.podReady("fixed-user", ""))
+	c, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Get(ctx, "fixed", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q := c.Status.Capacity[corev1.ResourceStorage]; q.String() != "300Mi" {
+		t.Errorf("capacity of a 100Mi claim: %s, want 300Mi (the XFS minimum)", q.String())
+	}
+	if size := e.dfSize("fixed-user"); size < 200<<20 {
+		t.Errorf("file system of %d MiB", size>>20)
+	}
+	patch := []byte(`{"spec":{"resources":{"requests":{"storage":"1Gi"}}}}`)
+	_, err = e.cs.CoreV1().PersistentVolumeClaims(e.ns).Patch(ctx, "fixed", types.MergePatchType, patch, metav1.PatchOptions{})
+	if err == nil {
+		t.Fatalf("growing a claim of class %s was accepted", fixedClass)
+	}
+	t.Logf("growth refused: %v", err)
+}
+
+// garbageCollection checks that an owned object is collected after its owner is deleted.
+func garbageCollection(t *testing.T, e *env) {
+	ctx := context.Background()
+	owner, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
+	}}}}
+	if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, child, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.cs.CoreV1().ConfigMaps(e.ns).Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+		t.Fatal(err)
+	}
+	e.eventually("owned object collected", time.Minute, func(ctx context.Context) (bool, error) {
+		_, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, "child", metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
 	})
+}
 
-	t.Run("GarbageCollection", func(t *testing.T) {
-		e := *e
-		e.t = t
-		owner, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
+// releasedVolumesAreDeleted deletes the pods and claims and checks that their volumes, backing
+// files and loop devices go too.
+func releasedVolumesAreDeleted(t *testing.T, e *env) {
+	ctx := context.Background()
+	claims, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	type vol struct{ name, file, dev string }
+	var vols []vol
+	for _, c := range claims.Items {
+		pv, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "child", OwnerReferences: []metav1.OwnerReference{{
-			APIVersion: "v1", Kind: "ConfigMap", Name: owner.Name, UID: owner.UID,
-		}}}}
-		if _, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, child, metav1.CreateOptions{}); err != nil {
+		vols = append(vols, vol{pv.Name, pv.Annotations[annBackingFile], pv.Spec.Local.Path})
+	}
+	if len(vols) != 2 {
+		t.Fatalf("%d volumes, want 2", len(vols))
+	}
+	grace := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
+	if err := e.cs.AppsV1().StatefulSets(e.ns).Delete(ctx, statefulSetName, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{valkeyPod, "fixed-user"} {
+		if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, p, grace); err != nil && !apierrors.IsNotFound(err) {
 			t.Fatal(err)
 		}
-		if err := e.cs.CoreV1().ConfigMaps(e.ns).Delete(ctx, owner.Name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)}); err != nil {
+	}
+	for _, c := range claims.Items {
+		if err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		e.eventually("owned object collected", time.Minute, func(ctx context.Context) (bool, error) {
-			_, err := e.cs.CoreV1().ConfigMaps(e.ns).Get(ctx, "child", metav1.GetOptions{})
+	}
+	for _, v := range vols {
+		e.eventually("volume "+v.name+" deleted", waitTimeout, func(ctx context.Context) (bool, error) {
+			_, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, v.name, metav1.GetOptions{})
 			return apierrors.IsNotFound(err), nil
 		})
-	})
-
-	t.Run("ReleasedVolumesAreDeleted", func(t *testing.T) {
-		e := *e
-		e.t = t
-		claims, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+		if _, err := os.Stat(v.file); !os.IsNotExist(err) {
+			t.Errorf("backing file %s of %s still there (%v)", v.file, v.name, err)
 		}
-		type vol struct{ name, file, dev string }
-		var vols []vol
-		for _, c := range claims.Items {
-			pv, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, c.Spec.VolumeName, metav1.GetOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			vols = append(vols, vol{pv.Name, pv.Annotations[annBackingFile], pv.Spec.Local.Path})
+		backing, _ := os.ReadFile(filepath.Join("/sys/block", filepath.Base(v.dev), "loop", "backing_file"))
+		if strings.TrimSpace(string(backing)) == v.file {
+			t.Errorf("%s still backed by %s", v.dev, v.file)
 		}
-		if len(vols) != 2 {
-			t.Fatalf("%d volumes, want 2", len(vols))
-		}
-		grace := metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)}
-		if err := e.cs.AppsV1().StatefulSets(e.ns).Delete(ctx, statefulSetName, metav1.DeleteOptions{}); err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{pod, "fixed-user"} {
-			if err := e.cs.CoreV1().Pods(e.ns).Delete(ctx, p, grace); err != nil && !apierrors.IsNotFound(err) {
-				t.Fatal(err)
-			}
-		}
-		for _, c := range claims.Items {
-			if err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).Delete(ctx, c.Name, metav1.DeleteOptions{}); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, v := range vols {
-			e.eventually("volume "+v.name+" deleted", waitTimeout, func(ctx context.Context) (bool, error) {
-				_, err := e.cs.CoreV1().PersistentVolumes().Get(ctx, v.name, metav1.GetOptions{})
-				return apierrors.IsNotFound(err), nil
-			})
-			if _, err := os.Stat(v.file); !os.IsNotExist(err) {
-				t.Errorf("backing file %s of %s still there (%v)", v.file, v.name, err)
-			}
-			backing, _ := os.ReadFile(filepath.Join("/sys/block", filepath.Base(v.dev), "loop", "backing_file"))
-			if strings.TrimSpace(string(backing)) == v.file {
-				t.Errorf("%s still backed by %s", v.dev, v.file)
-			}
-		}
-	})
+	}
 }

@@ -41,6 +41,12 @@ type Options struct {
 	Dir string
 	// Config holds extra directives, one "key value" line each.
 	Config []string
+	// ConfigFile is a config file the server loads first, as a pod loads its rendered
+	// valkey.conf. The lines that follow it then set only where the server listens (Host,
+	// Port, the bus port Port+10000, the announced IP) and its log file, as the pod's
+	// command-line arguments do, then Password and Config: dir, persistence and cluster mode
+	// come from the file, and Cluster is ignored.
+	ConfigFile string
 }
 
 // Server is a running server.
@@ -72,17 +78,29 @@ func Start(opts Options) (*Server, error) {
 			return nil, err
 		}
 	}
-	lines := []string{
-		"bind " + opts.Host,
-		"port " + strconv.Itoa(opts.Port),
-		"dir " + opts.Dir,
-		"daemonize no",
-		"protected-mode no",
-		"logfile " + filepath.Join(opts.Dir, "server.log"),
-		`save ""`,
-		"appendonly no",
+	var lines []string
+	if opts.ConfigFile != "" {
+		lines = []string{
+			"include " + opts.ConfigFile,
+			"bind " + opts.Host,
+			"port " + strconv.Itoa(opts.Port),
+			"cluster-port " + strconv.Itoa(opts.Port+10000),
+			"cluster-announce-ip " + opts.Host,
+			"logfile " + filepath.Join(opts.Dir, "server.log"),
+		}
+	} else {
+		lines = []string{
+			"bind " + opts.Host,
+			"port " + strconv.Itoa(opts.Port),
+			"dir " + opts.Dir,
+			"daemonize no",
+			"protected-mode no",
+			"logfile " + filepath.Join(opts.Dir, "server.log"),
+			`save ""`,
+			"appendonly no",
+		}
 	}
-	if opts.Cluster {
+	if opts.Cluster && opts.ConfigFile == "" {
 		lines = append(lines,
 			"cluster-enabled yes",
 			"cluster-config-file "+filepath.Join(opts.Dir, "nodes.conf"),

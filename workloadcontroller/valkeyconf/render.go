@@ -1,7 +1,8 @@
 // Package valkeyconf renders valkey.conf for a ValkeyNode: the operator's own settings, the
 // persistence settings, and the user's keys, with nothing a user writes able to add a
 // directive or override an owned one. It depends on the standard library only, so that its
-// fuzz target builds fast.
+// fuzz target builds fast (the tests that load rendered configs into a real server are in
+// realserver/ for the same reason).
 package valkeyconf
 
 import (

@@ -20,9 +20,9 @@ func TestSplitArgsMatchesValkey(t *testing.T) {
 		{`k "open`, nil, false},
 		{`k ""`, []string{"k", ""}, true},
 	} {
-		got, ok := SplitArgs(tc.line)
+		got, ok := splitArgs(tc.line)
 		if ok != tc.ok || strings.Join(got, "|") != strings.Join(tc.want, "|") {
-			t.Errorf("SplitArgs(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
+			t.Errorf("splitArgs(%q) = %q, %v; want %q, %v", tc.line, got, ok, tc.want, tc.ok)
 		}
 	}
 }
@@ -45,7 +45,7 @@ func TestRenderUserKeys(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := Parse(conf)
+	ds, err := parse(conf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,6 +60,70 @@ func TestRenderUserKeys(t *testing.T) {
 		if seen[k] != 1 {
 			t.Errorf("%s rendered %d times, want once:\n%s", k, seen[k], conf)
 		}
+	}
+}
+
+// TestRenderPersistence checks what each persistence choice renders, as valkey-server reads
+// it: RDB, AOF and the snapshot on SIGTERM, beside the settings every node has.
+func TestRenderPersistence(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		params Params
+		want   map[string]string
+		absent []string
+	}{{
+		name:   "no persistence: no RDB, no AOF, data dir still /data",
+		params: Params{DataDir: "/data"},
+		want: map[string]string{
+			"dir": "/data", "cluster-config-file": "/data/nodes.conf", "cluster-enabled": "yes",
+			"save": "", "appendonly": "no", "shutdown-on-sigterm": "default", "port": "6379",
+			"cluster-port": "16379", "protected-mode": "no", "bind": "* -::*", "repl-backlog-size": "64mb",
+		},
+		absent: []string{"appendfsync"},
+	}, {
+		name:   "persistence: RDB with default save points, saves on SIGTERM",
+		params: Params{DataDir: "/data", Persistence: true, RDB: true},
+		want: map[string]string{
+			"dir": "/data", "cluster-config-file": "/data/nodes.conf", "save": "3600 1 300 100 60 10000",
+			"shutdown-on-sigterm": "save", "appendonly": "no", "dbfilename": "dump.rdb", "repl-backlog-size": "64mb",
+		},
+		absent: []string{"appendfsync"},
+	}, {
+		name:   "persistence: custom save points and AOF",
+		params: Params{DataDir: "/data", Persistence: true, RDB: true, SavePoints: []string{"900 1"}, AOF: true, Fsync: "always"},
+		want:   map[string]string{"save": "900 1", "appendonly": "yes", "appendfsync": "always", "shutdown-on-sigterm": "save"},
+	}, {
+		name:   "persistence: AOF only",
+		params: Params{DataDir: "/data", Persistence: true, AOF: true},
+		want:   map[string]string{"save": "", "appendonly": "yes", "appendfsync": "everysec", "shutdown-on-sigterm": "default"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := Render(tc.params)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := parse(conf)
+			if err != nil {
+				t.Fatalf("parse rendered config: %v\n%s", err, conf)
+			}
+			got := map[string][]string{}
+			for _, d := range ds {
+				if _, dup := got[d.Key]; dup {
+					t.Fatalf("directive %s rendered twice:\n%s", d.Key, conf)
+				}
+				got[d.Key] = d.Args
+			}
+			for k, v := range tc.want {
+				if args, ok := got[k]; !ok || len(args) != 1 || args[0] != v {
+					t.Errorf("%s = %q, want %q", k, args, v)
+				}
+			}
+			for _, k := range tc.absent {
+				if _, ok := got[k]; ok {
+					t.Errorf("%s rendered, want absent", k)
+				}
+			}
+		})
 	}
 }
 
@@ -141,11 +205,11 @@ func FuzzRenderConfig(f *testing.F) {
 			}
 			return
 		}
-		got, err := Parse(conf)
+		got, err := parse(conf)
 		if err != nil {
 			t.Fatalf("rendered config does not parse: %v\n%s", err, conf)
 		}
-		baseDirectives, _ := Parse(base)
+		baseDirectives, _ := parse(base)
 		want := map[string]string{}
 		for _, d := range baseDirectives {
 			want[d.Key] = d.Args[0]

@@ -5,18 +5,18 @@ import (
 	"strings"
 )
 
-// Parse reads a config the way valkey-server's loadServerConfigFromString does: one
+// parse reads a config the way valkey-server's loadServerConfigFromString does: one
 // directive per "\n"-separated line, trimmed, blank lines and comments skipped, arguments
-// split as sdssplitargs splits them, the key lower-cased. Tests use it to check that a
+// split as sdssplitargs splits them, the key lower-cased, so that a test can check that a
 // rendered config means what it should.
-func Parse(conf string) ([]Directive, error) {
+func parse(conf string) ([]Directive, error) {
 	var out []Directive
 	for _, line := range strings.Split(conf, "\n") {
 		line = strings.Trim(line, " \t\r\n")
 		if line == "" || line[0] == '#' {
 			continue
 		}
-		args, ok := SplitArgs(line)
+		args, ok := splitArgs(line)
 		if !ok {
 			return nil, errors.New("unbalanced quotes in configuration line: " + line)
 		}
@@ -46,9 +46,9 @@ func hexVal(c byte) byte {
 	return c - 'A' + 10
 }
 
-// SplitArgs is a port of valkey's sdssplitargs (src/sds.c): it returns false where the
+// splitArgs is a port of valkey's sdssplitargs (src/sds.c): it returns false where the
 // server reports unbalanced quotes.
-func SplitArgs(line string) ([]string, bool) {
+func splitArgs(line string) ([]string, bool) {
 	var args []string
 	p := 0
 	at := func(i int) byte { // the C string is NUL-terminated
