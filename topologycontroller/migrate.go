@@ -128,11 +128,18 @@ type openMigration struct {
 	from, to string
 }
 
-// openMigrations lists the slots some member reports as importing or migrating.
+// openMigrations lists the slots some primary reports as importing or migrating (a replica
+// may still show the state it had as the primary before a failover).
 func openMigrations(st *clusterState) []openMigration {
 	seen := map[int]bool{}
 	var out []openMigration
+	var primaries []*member
 	for _, m := range st.sortedMembers() {
+		if m.self.primary() {
+			primaries = append(primaries, m)
+		}
+	}
+	for _, m := range primaries {
 		for slot, to := range m.self.Migrating {
 			if !seen[slot] {
 				seen[slot] = true
@@ -140,7 +147,7 @@ func openMigrations(st *clusterState) []openMigration {
 			}
 		}
 	}
-	for _, m := range st.sortedMembers() {
+	for _, m := range primaries {
 		for slot, from := range m.self.Importing {
 			if !seen[slot] {
 				seen[slot] = true
@@ -170,7 +177,7 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 		groups[p] = append(groups[p], o.slot)
 	}
 	for _, p := range order {
-		src, dst := st.byID[p.from], st.byID[p.to]
+		src, dst := sourceNow(st, p.from), st.byID[p.to]
 		if src == nil || dst == nil {
 			st.wait(fmt.Sprintf("slots %v are open between %s and %s, one of them unreachable", groups[p], short8(p.from), short8(p.to)), time.Second)
 			st.migrating = true
@@ -184,4 +191,15 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 	st.migrating = true
 	st.wait(fmt.Sprintf("finished %d interrupted slot migrations", len(open)), short)
 	return true, nil
+}
+
+// sourceNow is the member that serves a slot an interrupted migration took from the node
+// id: that node, or the primary it follows since a failover. Valkey 8 and later point the
+// target's IMPORTING state at the new primary by themselves; Redis 7 leaves the old ID.
+func sourceNow(st *clusterState, id string) *member {
+	m := st.byID[id]
+	if m != nil && !m.self.primary() && m.self.PrimaryID != "" {
+		return st.byID[m.self.PrimaryID]
+	}
+	return m
 }
