@@ -88,10 +88,20 @@ func (m *member) knows(id, addr string) bool {
 // atomicMigration tells whether m's server migrates slots atomically (CLUSTER
 // MIGRATESLOTS: Valkey 9.0 and later). Redis and older Valkey report no valkey_version
 // of 9 or more (Valkey's redis_version is a fixed compatibility value).
-func (m *member) atomicMigration() bool {
+func (m *member) atomicMigration() bool { return m.valkeyMajor() >= 9 }
+
+// handsOverOnShutdown tells whether m's server can fail over to a replica when it is
+// stopped (shutdown-on-sigterm failover: Valkey 9.0 and later).
+func (m *member) handsOverOnShutdown() bool { return m.valkeyMajor() >= 9 }
+
+// valkeyMajor is the major version of m's Valkey server; 0 for Redis.
+func (m *member) valkeyMajor() int {
 	major, _, _ := strings.Cut(m.repl["valkey_version"], ".")
 	n, err := strconv.Atoi(major)
-	return err == nil && n >= 9
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // linkUp tells whether a replica's replication link is up.

@@ -64,7 +64,48 @@ var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered,
 			expectClusterCheck(cluster)
 		})
 	}
+
+	It("hands a deleted primary's slots to its replica before the server stops: 0 acknowledged keys lost", func() {
+		pw := password(cluster)
+		replica, primary := replicaAndPrimary(cluster)
+		if major, _, _ := strings.Cut(info(primary, pw, "server")["valkey_version"], "."); major == "" || len(major) == 1 && major < "9" {
+			Skip("shutdown-on-sigterm failover needs Valkey 9 or later")
+		}
+		Eventually(func() string { return configGetAt(primary, pw, "shutdown-on-sigterm") }).
+			WithTimeout(time.Minute).Should(ContainSubstring("failover"), "the topology controller set the hand-over")
+		w := startAckWriter(cluster, "handover")
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
+		since := time.Now()
+		replacePod(primary, 3*time.Minute)
+		Eventually(func() v1.Role {
+			n := nodeByName(cluster, replica.Name)
+			if n.Status.Topology == nil {
+				return ""
+			}
+			return n.Status.Topology.Role
+		}).WithTimeout(time.Minute).Should(Equal(v1.RolePrimary), "%s took over from %s", replica.Name, primary.Name)
+		waitReady(cluster, 4*time.Minute)
+		acked, errs := w.stop()
+		GinkgoWriter.Printf("primary %s deleted: Ready again after %s; %d writes acknowledged by a replica, refused: %v\n",
+			primary.Name, time.Since(since).Round(time.Second), len(acked), errs)
+		AddReportEntry("primary-deleted", fmt.Sprintf("acked=%d refused=%v", len(acked), errs))
+		expectKeys(cluster, "handover", acked)
+		expectKeys(cluster, "base", seq(5000))
+		expectClusterOK(cluster)
+		expectClusterCheck(cluster)
+	})
 })
+
+// configGetAt reads one configuration parameter of a node's server.
+func configGetAt(n v1.ValkeyNode, pw, name string) string {
+	vc := nodeClient(n, pw)
+	defer vc.Close()
+	kv, err := vc.Do(ctx, vc.B().ConfigGet().Parameter(name).Build()).AsStrMap()
+	if err != nil {
+		return ""
+	}
+	return kv[name]
+}
 
 // topologyArgs are the topology controller's container arguments.
 func topologyArgs() string {
@@ -172,6 +213,13 @@ func (w *ackWriter) write(ctx context.Context, vc valkey.Client, key string, i i
 		w.mu.Unlock()
 		time.Sleep(20 * time.Millisecond) // pacing the retries of a refused write
 	}
+}
+
+// count is the number of keys acknowledged so far.
+func (w *ackWriter) count() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.acked)
 }
 
 // stop ends the writer and returns the acknowledged key numbers and the refusals by kind.
