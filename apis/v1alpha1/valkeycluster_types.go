@@ -115,7 +115,3 @@ type ValkeyClusterList struct {
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValkeyCluster `json:"items"`
 }
-
-func init() {
-	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
-}
