@@ -9,6 +9,8 @@ K8S_BIN ?= $(CACHE)/k8s-$(K8S_VERSION)
 LOCALBIN := $(CURDIR)/bin
 CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
@@ -31,6 +33,11 @@ $(CONTROLLER_GEN):
 	@mkdir -p $(CACHE)/tools
 	GOBIN=$(CACHE)/tools/gobin go install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
 	mv $(CACHE)/tools/gobin/controller-gen $@
+
+$(GOLANGCI_LINT):
+	@mkdir -p $(CACHE)/tools
+	GOBIN=$(CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(CACHE)/tools/gobin/golangci-lint $@
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -65,7 +72,10 @@ vet: ## go vet and gofmt.
 	@out=$$(gofmt -l apis cmd internal test volumecontroller workloadcontroller topologycontroller); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
 .PHONY: lint
-lint: vet ## Static checks.
+lint: vet $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.yml) on both modules, and go.mod/go.sum tidy.
+	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; }
+	@cd test/images && { go mod tidy -diff || { echo "test/images/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit"; exit 1; }; }
+	@rc=0; $(GOLANGCI_LINT) run ./... || rc=1; (cd test/images && $(GOLANGCI_LINT) run ./...) || rc=1; exit $$rc
 
 .PHONY: test
 test: envtest-bins vet verify-generated ## Unit and envtest suites (real API server, real Valkey-protocol server).

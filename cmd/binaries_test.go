@@ -118,5 +118,5 @@ func waitOK(url string, timeout time.Duration) error {
 		last = err
 		time.Sleep(200 * time.Millisecond)
 	}
-	return fmt.Errorf("not OK within %s: %v", timeout, last)
+	return fmt.Errorf("not OK within %s: %w", timeout, last)
 }

@@ -8,8 +8,9 @@ package v1alpha1
 
 import (
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	"sigs.k8s.io/controller-runtime/pkg/scheme"
 )
 
 var (
@@ -17,11 +18,22 @@ var (
 	GroupVersion = schema.GroupVersion{Group: "valkey.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers the kinds of this package with a runtime.Scheme.
-	SchemeBuilder = &scheme.Builder{GroupVersion: GroupVersion}
+	SchemeBuilder = runtime.NewSchemeBuilder(addKnownTypes)
 
 	// AddToScheme adds the kinds of this package to a runtime.Scheme.
 	AddToScheme = SchemeBuilder.AddToScheme
 )
+
+// addKnownTypes registers every kind of this package under GroupVersion. The package
+// depends only on k8s.io/apimachinery, so that clients can import it cheaply.
+func addKnownTypes(s *runtime.Scheme) error {
+	s.AddKnownTypes(GroupVersion,
+		&ValkeyCluster{}, &ValkeyClusterList{},
+		&ValkeyNode{}, &ValkeyNodeList{},
+	)
+	metav1.AddToGroupVersion(s, GroupVersion)
+	return nil
+}
 
 // WorkloadType is the kind of workload that runs a ValkeyNode's server.
 // +kubebuilder:validation:Enum=StatefulSet;Deployment

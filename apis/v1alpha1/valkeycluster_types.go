@@ -116,9 +116,5 @@ type ValkeyClusterList struct {
 	Items           []ValkeyCluster `json:"items"`
 }
 
-func init() {
-	SchemeBuilder.Register(&ValkeyCluster{}, &ValkeyClusterList{})
-}
-
 // GetConditions returns the cluster's status conditions.
 func (c *ValkeyCluster) GetConditions() []metav1.Condition { return c.Status.Conditions }

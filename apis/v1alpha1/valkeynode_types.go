@@ -127,7 +127,9 @@ type WorkloadStatus struct {
 type Role string
 
 const (
+	// RolePrimary is a Valkey primary, owner of status.topology.slots hash slots.
 	RolePrimary Role = "primary"
+	// RoleReplica is a Valkey replica of the primary status.topology.primaryID names.
 	RoleReplica Role = "replica"
 )
 
@@ -177,10 +179,6 @@ type ValkeyNodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
 	Items           []ValkeyNode `json:"items"`
-}
-
-func init() {
-	SchemeBuilder.Register(&ValkeyNode{}, &ValkeyNodeList{})
 }
 
 // GetConditions returns the node's status conditions (for predicates shared by the

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -22,16 +23,17 @@ type loopDevices interface {
 // losetup drives util-linux losetup.
 type losetup struct{}
 
-func run(name string, args ...string) (string, error) {
-	out, err := exec.Command(name, args...).CombinedOutput()
+// run runs losetup with args and returns its trimmed output.
+func (losetup) run(args ...string) (string, error) {
+	out, err := exec.Command("losetup", args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+		return "", fmt.Errorf("losetup %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(string(out)))
 	}
 	return strings.TrimSpace(string(out)), nil
 }
 
-func (losetup) Find(file string) (string, error) {
-	out, err := run("losetup", "-n", "-O", "NAME", "-j", file)
+func (l losetup) Find(file string) (string, error) {
+	out, err := l.run("-n", "-O", "NAME", "-j", file)
 	if err != nil {
 		return "", err
 	}
@@ -45,16 +47,16 @@ func (l losetup) Attach(file string) (string, error) {
 	if dev, err := l.Find(file); err != nil || dev != "" {
 		return dev, err
 	}
-	return run("losetup", "-f", "--show", file)
+	return l.run("-f", "--show", file)
 }
 
-func (losetup) Refresh(dev string) error {
-	_, err := run("losetup", "-c", dev)
+func (l losetup) Refresh(dev string) error {
+	_, err := l.run("-c", dev)
 	return err
 }
 
-func (losetup) Detach(dev string) error {
-	_, err := run("losetup", "-d", dev)
+func (l losetup) Detach(dev string) error {
+	_, err := l.run("-d", dev)
 	return err
 }
 
@@ -64,13 +66,9 @@ func ensureFile(file string, size int64) error {
 	if err != nil {
 		return err
 	}
-	defer f.Close()
 	st, err := f.Stat()
-	if err != nil {
-		return err
+	if err == nil && st.Size() < size {
+		err = f.Truncate(size)
 	}
-	if st.Size() < size {
-		return f.Truncate(size)
-	}
-	return nil
+	return errors.Join(err, f.Close())
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -96,7 +97,7 @@ func newProvisioner(client kubernetes.Interface, factory informers.SharedInforme
 	})
 	// A class created after its claims: look at the claims again.
 	_, _ = classes.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc: func(obj any) {
+		AddFunc: func(any) {
 			all, _ := p.claims.List(labels.Everything())
 			for _, c := range all {
 				enqueueClaim(c)
@@ -269,28 +270,9 @@ func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClai
 			klog.Warningf("%s/%s asks for %s but class %s does not allow expansion", c.Namespace, c.Name, want.String(), sc.Name)
 			return nil
 		}
-		size := roundSize(want.Value())
-		file := pv.Annotations[annBackingFile]
-		dev, err := p.loop.Find(file)
-		if err != nil {
+		if have, err = p.growVolume(ctx, c, pv, want); err != nil {
 			return err
 		}
-		if dev != pv.Spec.Local.Path {
-			return fmt.Errorf("volume %s: %s is backed by %q, not %s", pv.Name, pv.Spec.Local.Path, dev, file)
-		}
-		if err := ensureFile(file, size); err != nil {
-			return err
-		}
-		if err := p.loop.Refresh(dev); err != nil {
-			return err
-		}
-		pv = pv.DeepCopy()
-		pv.Spec.Capacity[corev1.ResourceStorage] = *resource.NewQuantity(size, resource.BinarySI)
-		if pv, err = p.client.CoreV1().PersistentVolumes().Update(ctx, pv, metav1.UpdateOptions{}); err != nil {
-			return fmt.Errorf("grow volume %s: %w", pv.Name, err)
-		}
-		have = pv.Spec.Capacity[corev1.ResourceStorage]
-		klog.Infof("grew %s (%s/%s) to %d MiB on %s", pv.Name, c.Namespace, c.Name, size>>20, dev)
 	}
 	// The device has grown: hand over to kubelet, which grows the filesystem while mounted.
 	cur := c.Status.Capacity[corev1.ResourceStorage]
@@ -303,6 +285,40 @@ func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClai
 	if alloc.Cmp(want) >= 0 {
 		return nil
 	}
+	return p.markNodeResize(ctx, c, want, have)
+}
+
+// growVolume grows the backing file and loop device of pv to want (rounded up) and records the
+// new capacity on the volume, which it returns.
+func (p *provisioner) growVolume(ctx context.Context, c *corev1.PersistentVolumeClaim, pv *corev1.PersistentVolume, want resource.Quantity) (resource.Quantity, error) {
+	size := roundSize(want.Value())
+	file := pv.Annotations[annBackingFile]
+	dev, err := p.loop.Find(file)
+	if err != nil {
+		return resource.Quantity{}, err
+	}
+	if dev != pv.Spec.Local.Path {
+		return resource.Quantity{}, fmt.Errorf("volume %s: %s is backed by %q, not %s", pv.Name, pv.Spec.Local.Path, dev, file)
+	}
+	if err := ensureFile(file, size); err != nil {
+		return resource.Quantity{}, err
+	}
+	if err := p.loop.Refresh(dev); err != nil {
+		return resource.Quantity{}, err
+	}
+	grown := pv.DeepCopy()
+	grown.Spec.Capacity[corev1.ResourceStorage] = *resource.NewQuantity(size, resource.BinarySI)
+	updated, err := p.client.CoreV1().PersistentVolumes().Update(ctx, grown, metav1.UpdateOptions{})
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("grow volume %s: %w", pv.Name, err)
+	}
+	klog.Infof("grew %s (%s/%s) to %d MiB on %s", pv.Name, c.Namespace, c.Name, size>>20, dev)
+	return updated.Spec.Capacity[corev1.ResourceStorage], nil
+}
+
+// markNodeResize records want as allocated and asks kubelet to grow the file system of the
+// claim's volume (FileSystemResizePending), the way an external resizer hands over.
+func (p *provisioner) markNodeResize(ctx context.Context, c *corev1.PersistentVolumeClaim, want, have resource.Quantity) error {
 	c = c.DeepCopy()
 	if c.Status.AllocatedResources == nil {
 		c.Status.AllocatedResources = corev1.ResourceList{}
@@ -312,13 +328,10 @@ func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClai
 		c.Status.AllocatedResourceStatuses = map[corev1.ResourceName]corev1.ClaimResourceStatus{}
 	}
 	c.Status.AllocatedResourceStatuses[corev1.ResourceStorage] = corev1.PersistentVolumeClaimNodeResizePending
-	conds := c.Status.Conditions[:0]
-	for _, cond := range c.Status.Conditions {
-		if cond.Type != corev1.PersistentVolumeClaimResizing && cond.Type != corev1.PersistentVolumeClaimFileSystemResizePending {
-			conds = append(conds, cond)
-		}
-	}
-	c.Status.Conditions = append(conds, corev1.PersistentVolumeClaimCondition{
+	c.Status.Conditions = slices.DeleteFunc(c.Status.Conditions, func(cond corev1.PersistentVolumeClaimCondition) bool {
+		return cond.Type == corev1.PersistentVolumeClaimResizing || cond.Type == corev1.PersistentVolumeClaimFileSystemResizePending
+	})
+	c.Status.Conditions = append(c.Status.Conditions, corev1.PersistentVolumeClaimCondition{
 		Type:               corev1.PersistentVolumeClaimFileSystemResizePending,
 		Status:             corev1.ConditionTrue,
 		LastTransitionTime: metav1.Now(),

@@ -9,6 +9,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -25,76 +26,99 @@ func main() {
 	}
 }
 
+// commands maps each subcommand to what runs it with the arguments after its name.
+var commands = map[string]func(args []string) error{
+	"df":    df,
+	"cat":   cat,
+	"ls":    ls,
+	"id":    id,
+	"sleep": sleep,
+}
+
 func run(args []string) error {
 	if len(args) == 0 {
-		return fmt.Errorf("usage: kit df|cat|ls|id|sleep ARGS")
+		return errors.New("usage: kit df|cat|ls|id|sleep ARGS")
 	}
-	switch args[0] {
-	case "df":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: kit df PATH")
-		}
-		var st syscall.Statfs_t
-		if err := syscall.Statfs(args[1], &st); err != nil {
-			return err
-		}
-		bs := uint64(st.Bsize)
-		fmt.Printf("size=%d free=%d avail=%d\n", st.Blocks*bs, st.Bfree*bs, st.Bavail*bs)
-	case "cat":
-		for _, f := range args[1:] {
-			fh, err := os.Open(f)
-			if err != nil {
-				return err
-			}
-			_, err = io.Copy(os.Stdout, fh)
-			fh.Close()
-			if err != nil {
-				return err
-			}
-		}
-	case "ls":
-		if len(args) != 2 {
-			return fmt.Errorf("usage: kit ls DIR")
-		}
-		entries, err := os.ReadDir(args[1])
+	cmd, ok := commands[args[0]]
+	if !ok {
+		return fmt.Errorf("unknown command %q", args[0])
+	}
+	return cmd(args[1:])
+}
+
+func df(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: kit df PATH")
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(args[0], &st); err != nil {
+		return err
+	}
+	bs := uint64(st.Bsize)
+	fmt.Printf("size=%d free=%d avail=%d\n", st.Blocks*bs, st.Bfree*bs, st.Bavail*bs)
+	return nil
+}
+
+func cat(files []string) error {
+	for _, f := range files {
+		fh, err := os.Open(f)
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
-			info, err := e.Info()
-			if err != nil {
-				return err
-			}
-			uid, gid := -1, -1
-			if st, ok := info.Sys().(*syscall.Stat_t); ok {
-				uid, gid = int(st.Uid), int(st.Gid)
-			}
-			fmt.Printf("%s %d %s %d:%d\n", e.Name(), info.Size(), info.Mode(), uid, gid)
+		_, err = io.Copy(os.Stdout, fh)
+		if err := errors.Join(err, fh.Close()); err != nil {
+			return err
 		}
-	case "id":
-		groups, _ := os.Getgroups()
-		fmt.Printf("uid=%d gid=%d groups=%v\n", os.Getuid(), os.Getgid(), groups)
-	case "sleep":
-		n := 0
-		if len(args) > 1 {
-			var err error
-			if n, err = strconv.Atoi(args[1]); err != nil {
-				return err
-			}
+	}
+	return nil
+}
+
+func ls(args []string) error {
+	if len(args) != 1 {
+		return errors.New("usage: kit ls DIR")
+	}
+	entries, err := os.ReadDir(args[0])
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			return err
 		}
-		// As PID 1 of a container SIGTERM would be ignored without a handler.
-		stop := make(chan os.Signal, 1)
-		signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
-		var timeout <-chan time.Time
-		if n > 0 {
-			timeout = time.After(time.Duration(n) * time.Second)
+		uid, gid := -1, -1
+		if st, ok := info.Sys().(*syscall.Stat_t); ok {
+			uid, gid = int(st.Uid), int(st.Gid)
 		}
-		select {
-		case <-stop:
-		case <-timeout:
+		fmt.Printf("%s %d %s %d:%d\n", e.Name(), info.Size(), info.Mode(), uid, gid)
+	}
+	return nil
+}
+
+func id([]string) error {
+	groups, _ := os.Getgroups()
+	fmt.Printf("uid=%d gid=%d groups=%v\n", os.Getuid(), os.Getgid(), groups)
+	return nil
+}
+
+func sleep(args []string) error {
+	n := 0
+	if len(args) > 0 {
+		var err error
+		if n, err = strconv.Atoi(args[0]); err != nil {
+			return err
 		}
-	default:
-		return fmt.Errorf("unknown command %q", args[0])
+	}
+	// As PID 1 of a container SIGTERM would be ignored without a handler.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	var timeout <-chan time.Time
+	if n > 0 {
+		timeout = time.After(time.Duration(n) * time.Second)
+	}
+	select {
+	case <-stop:
+	case <-timeout:
 	}
 	return nil
 }
