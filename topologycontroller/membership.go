@@ -50,18 +50,9 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 		st.wait("meeting nodes", time.Second)
 		return true, nil
 	}
-	// Converged: every member knows every other member at its address.
-	members := st.sortedMembers()
-	for _, a := range members {
-		for _, b := range members {
-			if a == b || (b.deleting() && !st.inCluster(b)) || (a.deleting() && !st.inCluster(a)) {
-				continue
-			}
-			if !a.knows(b.id(), b.addr) {
-				st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), time.Second)
-				return true, nil
-			}
-		}
+	if a, b := st.unseenPair(); a != nil {
+		st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), time.Second)
+		return true, nil
 	}
 	return false, nil
 }
@@ -155,4 +146,22 @@ func dialable(addr string, timeout time.Duration) bool {
 	}
 	_ = c.Close()
 	return true
+}
+
+// unseenPair finds two members where the first does not know the second at its address
+// yet (members being deleted and out of the cluster are left out); nil once every member
+// knows every other.
+func (st *clusterState) unseenPair() (*member, *member) {
+	members := st.sortedMembers()
+	for _, a := range members {
+		for _, b := range members {
+			if a == b || (b.deleting() && !st.inCluster(b)) || (a.deleting() && !st.inCluster(a)) {
+				continue
+			}
+			if !a.knows(b.id(), b.addr) {
+				return a, b
+			}
+		}
+	}
+	return nil, nil
 }

@@ -32,7 +32,7 @@ type Reconciler struct {
 // Kubernetes watch source, so progress there is only seen by looking again).
 const short = 500 * time.Millisecond
 
-// Reconcile: get → delete or normal → ordered phases → one status apply per object.
+// Reconcile runs get → delete or normal → ordered phases → one status apply per object.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var vc valkeyv1.ValkeyCluster
 	if err := r.Get(ctx, req.NamespacedName, &vc); err != nil {

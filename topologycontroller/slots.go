@@ -37,66 +37,8 @@ func PlanSlots(targets []string, owned map[string][]int) []SlotMove {
 	if len(targets) == 0 {
 		return nil
 	}
-	counts := EvenCounts(len(targets))
-	// Give the larger shares to the targets that own the most already.
-	order := make([]int, len(targets))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool {
-		return len(owned[targets[order[a]]]) > len(owned[targets[order[b]]])
-	})
-	want := map[string]int{}
-	for rank, i := range order {
-		want[targets[i]] = counts[rank]
-	}
-
-	type give struct {
-		from  string
-		slots []int
-	}
-	isTarget := map[string]bool{}
-	for _, t := range targets {
-		isTarget[t] = true
-	}
-	taken := make([]bool, TotalSlots)
-	var owners []string
-	for id, slots := range owned {
-		owners = append(owners, id)
-		for _, s := range slots {
-			if s >= 0 && s < TotalSlots {
-				taken[s] = true
-			}
-		}
-	}
-	sort.Strings(owners)
-
-	// Pool of slots to hand out, in this order: unowned, owned by non-targets, surplus.
-	var pool []give
-	var free []int
-	for s, t := range taken {
-		if !t {
-			free = append(free, s)
-		}
-	}
-	if len(free) > 0 {
-		pool = append(pool, give{"", free})
-	}
-	for _, id := range owners {
-		if !isTarget[id] && len(owned[id]) > 0 {
-			s := append([]int(nil), owned[id]...)
-			sort.Ints(s)
-			pool = append(pool, give{id, s})
-		}
-	}
-	for _, id := range targets {
-		if extra := len(owned[id]) - want[id]; extra > 0 {
-			s := append([]int(nil), owned[id]...)
-			sort.Ints(s)
-			pool = append(pool, give{id, s[len(s)-extra:]})
-		}
-	}
-
+	want := shares(targets, owned)
+	pool := slotPool(targets, owned, want)
 	var moves []SlotMove
 	for _, to := range targets {
 		need := want[to] - len(owned[to])
@@ -112,6 +54,85 @@ func PlanSlots(targets []string, owned map[string][]int) []SlotMove {
 		}
 	}
 	return moves
+}
+
+// shares is the number of slots each target should own: the even split, the larger shares
+// to the targets that own the most already.
+func shares(targets []string, owned map[string][]int) map[string]int {
+	counts := EvenCounts(len(targets))
+	order := make([]int, len(targets))
+	for i := range order {
+		order[i] = i
+	}
+	sort.SliceStable(order, func(a, b int) bool {
+		return len(owned[targets[order[a]]]) > len(owned[targets[order[b]]])
+	})
+	want := map[string]int{}
+	for rank, i := range order {
+		want[targets[i]] = counts[rank]
+	}
+	return want
+}
+
+// give is slots some owner ("" for none) hands out.
+type give struct {
+	from  string
+	slots []int
+}
+
+// slotPool is the slots to hand out, in this order: unowned, owned by non-targets (by
+// owner ID), the targets' surplus over their share (their highest slots).
+func slotPool(targets []string, owned map[string][]int, want map[string]int) []give {
+	var pool []give
+	if free := unowned(owned); len(free) > 0 {
+		pool = append(pool, give{"", free})
+	}
+	isTarget := map[string]bool{}
+	for _, t := range targets {
+		isTarget[t] = true
+	}
+	owners := make([]string, 0, len(owned))
+	for id := range owned {
+		owners = append(owners, id)
+	}
+	sort.Strings(owners)
+	for _, id := range owners {
+		if !isTarget[id] && len(owned[id]) > 0 {
+			pool = append(pool, give{id, sortedCopy(owned[id])})
+		}
+	}
+	for _, id := range targets {
+		if extra := len(owned[id]) - want[id]; extra > 0 {
+			s := sortedCopy(owned[id])
+			pool = append(pool, give{id, s[len(s)-extra:]})
+		}
+	}
+	return pool
+}
+
+// unowned lists the slots no owner has.
+func unowned(owned map[string][]int) []int {
+	taken := make([]bool, TotalSlots)
+	for _, slots := range owned {
+		for _, s := range slots {
+			if s >= 0 && s < TotalSlots {
+				taken[s] = true
+			}
+		}
+	}
+	var free []int
+	for s, t := range taken {
+		if !t {
+			free = append(free, s)
+		}
+	}
+	return free
+}
+
+func sortedCopy(s []int) []int {
+	out := append([]int(nil), s...)
+	sort.Ints(out)
+	return out
 }
 
 func appendMove(moves []SlotMove, from, to string, slots []int) []SlotMove {

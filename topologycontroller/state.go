@@ -62,7 +62,7 @@ type member struct {
 	self  *clusterNode
 	view  []clusterNode
 	repl  map[string]string // INFO server and replication
-	state string // cluster_state
+	state string            // cluster_state
 }
 
 func (m *member) reachable() bool { return m != nil && m.self != nil }

@@ -35,10 +35,11 @@ type Reconciler struct {
 	// claim) and the final check that a claim is gone before the finalizer goes.
 	APIReader client.Reader
 	Recorder  events.EventRecorder
+	Options   Options
 	Status    status.Applier
 }
 
-// Reconcile: get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
+// Reconcile runs get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &valkeyv1.ValkeyNode{}
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {

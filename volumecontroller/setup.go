@@ -50,6 +50,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerVolume),
+		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerVolume),
 	}
 	registerMetrics(mgr.GetCache())

@@ -125,16 +125,16 @@ func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
 	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
 	var start, end time.Time
 	for _, e := range list.Items {
-		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || e.EventTime.Time.Before(since.Truncate(time.Second)) {
+		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || e.EventTime.Before(since.Truncate(time.Second)) {
 			continue
 		}
 		switch e.Reason {
 		case v1.EventMigrating:
-			if start.IsZero() || e.EventTime.Time.Before(start) {
+			if start.IsZero() || e.EventTime.Before(start) {
 				start = e.EventTime.Time
 			}
 		case v1.EventMigrated:
-			if e.EventTime.Time.After(end) {
+			if e.EventTime.After(end) {
 				end = e.EventTime.Time
 			}
 		}
