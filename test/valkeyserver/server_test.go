@@ -2,6 +2,8 @@ package valkeyserver_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -69,5 +71,42 @@ func TestClusterModeServer(t *testing.T) {
 func TestRefusesNonLoopback(t *testing.T) {
 	if _, err := valkeyserver.Start(valkeyserver.Options{Host: "10.0.0.1"}); err == nil {
 		t.Fatal("expected a refusal for a non-loopback address")
+	}
+}
+
+// The server that runs is the one Version names: INFO reports valkey_version for Valkey,
+// redis_version for Redis. VALKEY_SERVER chooses it (make test sets the installed Valkey).
+func TestServerIsTheOneNamed(t *testing.T) {
+	v, err := valkeyserver.Version()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("server: %s", v)
+	name, number, _ := strings.Cut(v, " ")
+	field := map[string]string{"valkey-server": "valkey_version:", "redis-server": "redis_version:"}[name]
+	if field == "" {
+		t.Fatalf("unknown server %q", v)
+	}
+	s, err := valkeyserver.Start(valkeyserver.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = s.Stop() }()
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{s.Addr()}, ForceSingleClient: true, DisableCache: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	info, err := c.Do(ctx, c.B().Info().Section("server").Build()).ToString()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(info, field+number+"\r\n") {
+		t.Fatalf("%s should report %s%s: %q", v, field, number, info)
+	}
+	if want := os.Getenv("VALKEY_SERVER"); want != "" && filepath.Base(want) != name {
+		t.Fatalf("VALKEY_SERVER=%s but %s ran", want, v)
 	}
 }
