@@ -78,34 +78,24 @@ func DefaultOptions() Options {
 // withDefaults fills unset settings with their defaults.
 func (o Options) withDefaults() Options {
 	d := DefaultOptions()
-	if o.ValkeyPort == 0 {
-		o.ValkeyPort = d.ValkeyPort
-	}
-	if o.DialTimeout == 0 {
-		o.DialTimeout = d.DialTimeout
-	}
-	if o.CommandTimeout == 0 {
-		o.CommandTimeout = d.CommandTimeout
-	}
-	if o.MigrationBatchSize == 0 {
-		o.MigrationBatchSize = d.MigrationBatchSize
-	}
-	if o.MigrationSlotsPerReconcile == 0 {
-		o.MigrationSlotsPerReconcile = d.MigrationSlotsPerReconcile
-	}
-	if o.MigrationMode == "" {
-		o.MigrationMode = d.MigrationMode
-	}
-	if o.FailoverTimeout == 0 {
-		o.FailoverTimeout = d.FailoverTimeout
-	}
-	if o.ResyncPeriod == 0 {
-		o.ResyncPeriod = d.ResyncPeriod
-	}
-	if o.MaxConcurrentReconciles == 0 {
-		o.MaxConcurrentReconciles = d.MaxConcurrentReconciles
-	}
+	orDefault(&o.ValkeyPort, d.ValkeyPort)
+	orDefault(&o.DialTimeout, d.DialTimeout)
+	orDefault(&o.CommandTimeout, d.CommandTimeout)
+	orDefault(&o.MigrationBatchSize, d.MigrationBatchSize)
+	orDefault(&o.MigrationSlotsPerReconcile, d.MigrationSlotsPerReconcile)
+	orDefault(&o.MigrationMode, d.MigrationMode)
+	orDefault(&o.FailoverTimeout, d.FailoverTimeout)
+	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
+	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
 	return o
+}
+
+// orDefault sets *v to d when it is the zero value.
+func orDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 // Validate checks the settings.

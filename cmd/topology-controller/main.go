@@ -2,21 +2,12 @@
 package main
 
 import (
-	"errors"
-	"fmt"
-	"os"
-
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"valkey.io/operator/cmd/internal/options"
 	"valkey.io/operator/topologycontroller"
 )
-
-type settings struct {
-	options.Manager            `mapstructure:",squash"`
-	topologycontroller.Options `mapstructure:",squash"`
-}
 
 func main() {
 	fs := pflag.NewFlagSet(topologycontroller.Name, pflag.ContinueOnError)
@@ -31,31 +22,10 @@ func main() {
 	fs.Duration("failover-timeout", d.FailoverTimeout, "how long to wait for a replica to take over after CLUSTER FAILOVER")
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
-	var s settings
-	if err := options.Load(topologycontroller.Name, fs, os.Args[1:], &s); err != nil {
-		if errors.Is(err, pflag.ErrHelp) {
-			return
-		}
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if err := errors.Join(s.Manager.Validate(), s.Options.Validate()); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(2)
-	}
-	if err := run(s); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-}
-
-func run(s settings) error {
-	mgr, err := options.NewManager(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions())
-	if err != nil {
-		return err
-	}
-	if err := topologycontroller.SetupWithManager(mgr, s.Options); err != nil {
-		return fmt.Errorf("set up %s: %w", topologycontroller.Name, err)
-	}
-	return mgr.Start(ctrl.SetupSignalHandler())
+	var s options.Settings[topologycontroller.Options]
+	options.Main(topologycontroller.Name, fs, &s, func() error {
+		return options.Start(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
+			return topologycontroller.SetupWithManager(mgr, s.Options)
+		})
+	})
 }
