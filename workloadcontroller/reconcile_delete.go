@@ -41,7 +41,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 
 	if cur.sts != nil || cur.deploy != nil || cur.cm != nil {
 		if skip && !drained {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, EventSkipDrain, "Delete",
+			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventDrainSkipped, "Delete",
 				"%s is set: deleting the workload without waiting for Drained=True; slots the node still owns become unavailable",
 				valkeyv1.AnnotationSkipDrain)
 		}
@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 			}
 		}
 		if kind != "" {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventDeleted, "Delete",
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventWorkloadDeleted, "Delete",
 				"deleted %s %s and ConfigMap %s", kind, valkeyv1.WorkloadName(node.Name), valkeyv1.ConfigMapName(node.Name))
 		}
 	}

@@ -19,17 +19,6 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// Event reasons the controller records on a ValkeyNode.
-const (
-	EventCreated       = "WorkloadCreated"
-	EventRollRequested = "RollRequested"
-	EventRollApplied   = "RollApplied"
-	EventRollCompleted = "RollCompleted"
-	EventInvalidConfig = "InvalidConfig"
-	EventSkipDrain     = "DrainSkipped"
-	EventDeleted       = "WorkloadDeleted"
-)
-
 // Reconciler reconciles a ValkeyNode's workload.
 type Reconciler struct {
 	client.Client
@@ -180,7 +169,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 			res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error())
 			return res, err
 		}
-		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventCreated, "Create",
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventWorkloadCreated, "Create",
 			"created %s %s with template %s", want.kind, valkeyv1.WorkloadName(node.Name), want.hash)
 		res.workload = observedWorkload(cur, want.kind)
 		res.workload.DesiredTemplateHash = want.hash
@@ -205,7 +194,7 @@ func (r *Reconciler) invalidConfig(node *valkeyv1.ValkeyNode, cur *current, ce *
 	}
 	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionWorkloadReady); old == nil ||
 		old.Reason != valkeyv1.ReasonInvalidConfig || old.Message != msg || old.ObservedGeneration != node.Generation {
-		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, EventInvalidConfig, "Validate", "%s", msg)
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventInvalidConfig, "Validate", "%s", msg)
 	}
 	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonInvalidConfig, msg)
 	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonInvalidConfig,

@@ -43,7 +43,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 				err = fmt.Errorf("mark the roll of %s %s done: %w", kind, wl.GetName(), err)
 				return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonRolling, err.Error()), err
 			}
-			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventRollCompleted, "Roll",
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollCompleted, "Roll",
 				"pod %s runs template %s and is Ready", cur.pod.Name, want.hash)
 		}
 		return status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate,
@@ -61,7 +61,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 	if node.Spec.ClusterName != "" && !approved {
 		if !wasPending || prev.Reason != valkeyv1.ReasonTemplateChanged || node.Status.Workload == nil ||
 			node.Status.Workload.DesiredTemplateHash != want.hash {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventRollRequested, "Roll",
+			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollRequested, "Roll",
 				"desired template %s differs from the applied %s; waiting for RollApproved", want.hash, applied)
 		}
 		return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged,
@@ -81,7 +81,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 	if node.Spec.ClusterName != "" {
 		why = fmt.Sprintf("approved (%s)", approval.Reason)
 	}
-	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventRollApplied, "Roll",
+	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollApplied, "Roll",
 		"applied template %s to %s %s: %s", want.hash, want.kind, valkeyv1.WorkloadName(node.Name), why)
 	return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonRolling,
 		fmt.Sprintf("template %s applied (%s); waiting for a Ready pod that runs it", want.hash, why)), nil
