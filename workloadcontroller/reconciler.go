@@ -10,21 +10,22 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
 
-// Reconciler reconciles a ValkeyNode's workload.
+// Reconciler keeps each ValkeyNode's ConfigMap and StatefulSet (or Deployment) and reports
+// them as WorkloadReady, RollPending and status.workload.
 type Reconciler struct {
 	client.Client
-	Recorder recorder.EventRecorder
-	Options  Options
+	Recorder events.EventRecorder
 	Status   status.Applier
+	Options  Options
 }
 
 // current is what exists for a node now.

@@ -94,17 +94,21 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	r := &Reconciler{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
-		Options:  opts.withDefaults(),
 		Status:   status.Applier{Client: mgr.GetClient(), FieldManager: valkeyv1.FieldManagerWorkload},
+		Options:  opts.withDefaults(),
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("valkeynode-workload").
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("workload").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodePredicate())).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
 		Complete(r)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", Name, err)
+	}
+	return nil
 }
 
 // nodePredicate wakes the controller on spec or annotation changes, on deletion, and when a
