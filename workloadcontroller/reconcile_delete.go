@@ -17,8 +17,7 @@ import (
 // deleted and WorkloadReady is False, Terminating; status.workload.podName is cleared once
 // the pod is gone. Nothing is created or rolled while the node is being deleted.
 func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current) (result, error) {
-	kind := cur.existingKind()
-	res := result{workload: observedWorkload(cur, kind)}
+	res := result{workload: observedWorkload(cur)}
 	if node.Status.Workload != nil {
 		res.workload.DesiredTemplateHash = node.Status.Workload.DesiredTemplateHash
 	}
@@ -28,48 +27,53 @@ func (r *Reconciler) reconcileDelete(ctx context.Context, node *valkeyv1.ValkeyN
 	drained := status.IsCurrentTrue(node, node.Status.Conditions, valkeyv1.ConditionDrained)
 	_, skip := node.Annotations[valkeyv1.AnnotationSkipDrain]
 	if !drained && !skip {
-		if kind == "" {
+		if cur.workload() == nil {
 			res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonTerminating,
 				"the node is being deleted and has no workload")
 			return res, nil
 		}
-		res.ready = podReadiness(cur.pod, cur.appliedHash(kind))
+		res.ready = podReadiness(cur.pod, cur.appliedHash())
 		res.ready.Message = fmt.Sprintf("%s (the node is being deleted; the workload stays until Drained=True at generation %d)",
 			res.ready.Message, node.Generation)
 		return res, nil
 	}
-
-	if cur.sts != nil || cur.deploy != nil || cur.cm != nil {
-		if skip && !drained {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, EventSkipDrain, "Delete",
-				"%s is set: deleting the workload without waiting for Drained=True; slots the node still owns become unavailable",
-				valkeyv1.AnnotationSkipDrain)
-		}
-		if cur.sts != nil {
-			if err := r.deleteObject(ctx, cur.sts); err != nil {
-				return r.terminating(res, cur, err.Error()), err
-			}
-		}
-		if cur.deploy != nil {
-			if err := r.deleteObject(ctx, cur.deploy); err != nil {
-				return r.terminating(res, cur, err.Error()), err
-			}
-		}
-		if cur.cm != nil {
-			if err := r.deleteObject(ctx, cur.cm); err != nil {
-				return r.terminating(res, cur, err.Error()), err
-			}
-		}
-		if kind != "" {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, EventDeleted, "Delete",
-				"deleted %s %s and ConfigMap %s", kind, valkeyv1.WorkloadName(node.Name), valkeyv1.ConfigMapName(node.Name))
-		}
+	if err := r.deleteWorkload(ctx, node, cur, skip && !drained); err != nil {
+		return r.terminating(res, cur, err.Error()), err
 	}
 	msg := "workload deleted"
 	if cur.pod != nil {
 		msg = fmt.Sprintf("workload deleted; waiting for pod %s to go", cur.pod.Name)
 	}
 	return r.terminating(res, cur, msg), nil
+}
+
+// deleteWorkload deletes the node's workloads and ConfigMap, with a Warning event first when
+// skipped is set (the node was not drained).
+func (r *Reconciler) deleteWorkload(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, skipped bool) error {
+	wl := cur.workload()
+	if wl == nil && cur.cm == nil {
+		return nil
+	}
+	if skipped {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventDrainSkipped, "Delete",
+			"%s is set: deleting the workload without waiting for Drained=True; slots the node still owns become unavailable",
+			valkeyv1.AnnotationSkipDrain)
+	}
+	for kind := range cur.workloads {
+		if err := r.deleteObject(ctx, workloadObject(node, kind)); err != nil {
+			return err
+		}
+	}
+	if cur.cm != nil {
+		if err := r.deleteObject(ctx, cur.cm); err != nil {
+			return err
+		}
+	}
+	if wl != nil {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventWorkloadDeleted, "Delete",
+			"deleted %s %s and ConfigMap %s", wl.kind, wl.name, valkeyv1.ConfigMapName(node.Name))
+	}
+	return nil
 }
 
 // terminating reports WorkloadReady=False, Terminating; only the pod, while it exists, stays

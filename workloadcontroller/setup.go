@@ -79,8 +79,8 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/finalizers,verbs=update
-// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;update;patch;delete
-// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
@@ -95,14 +95,18 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Options:  opts.withDefaults(),
 		Status:   status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		Named("valkeynode-workload").
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named("workload").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodePredicate())).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
 		Complete(r)
+	if err != nil {
+		return fmt.Errorf("build %s: %w", Name, err)
+	}
+	return nil
 }
 
 // nodePredicate wakes the controller on spec or annotation changes, on deletion, and when a

@@ -34,11 +34,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode,
 	})
 }
 
-// observedWorkload is status.workload for the workload of the given kind and the pod.
-func observedWorkload(cur *current, kind valkeyv1.WorkloadType) valkeyv1.WorkloadStatus {
+// observedWorkload is status.workload for the node's workload and pod.
+func observedWorkload(cur *current) valkeyv1.WorkloadStatus {
 	var ws valkeyv1.WorkloadStatus
-	if kind != "" && cur.workload(kind) != nil {
-		ws.Kind, ws.Name = string(kind), cur.workload(kind).GetName()
+	if w := cur.workload(); w != nil {
+		ws.Kind, ws.Name = string(w.kind), w.name
 	}
 	if p := cur.pod; p != nil {
 		ws.PodName = p.Name

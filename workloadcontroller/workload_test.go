@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -365,6 +366,50 @@ var _ = Describe("Rolls", func() {
 		pod := startStatefulSetPod(ctx, n)
 		kubelet(ctx, pod, corev1.PodRunning, true, "10.0.5.2")
 		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/UpToDate"))
+	})
+})
+
+var _ = Describe("Server-side apply", func() {
+	It("writes the workload and ConfigMap as its own field manager, keeps what others add and repairs one replica", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, nil)
+		sts := waitStatefulSet(ctx, n)
+		managers := func(obj client.Object) []string {
+			var out []string
+			for _, m := range obj.GetManagedFields() {
+				out = append(out, m.Manager+"/"+string(m.Operation))
+			}
+			return out
+		}
+		Expect(managers(sts)).To(ContainElement(valkeyv1.FieldManagerWorkload + "/Apply"))
+		cm := &corev1.ConfigMap{}
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ConfigMapName(n.Name)}, cm)).To(Succeed())
+		Expect(managers(cm)).To(ConsistOf(valkeyv1.FieldManagerWorkload + "/Apply"))
+
+		By("someone scales the StatefulSet and annotates it")
+		Eventually(func() error {
+			sts := statefulSet(ctx, n)()
+			sts.Spec.Replicas = ptr.To[int32](3)
+			sts.Annotations["example.com/note"] = "kept"
+			return k8s.Update(ctx, sts)
+		}).Should(Succeed())
+		Eventually(func() int32 { return *statefulSet(ctx, n)().Spec.Replicas }).Should(Equal(int32(1)))
+		Expect(statefulSet(ctx, n)().Annotations).To(HaveKeyWithValue("example.com/note", "kept"))
+	})
+
+	It("removes the roll-from annotation once the roll is done", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, nil)
+		oldPod := runningReady(ctx, n, "10.0.7.1")
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Image = "valkey/valkey:8.1" })
+		Eventually(func() map[string]string { return statefulSet(ctx, n)().Annotations }).
+			Should(HaveKey(workloadcontroller.AnnotationRollFrom))
+		deletePod(ctx, oldPod)
+		pod := startStatefulSetPod(ctx, n)
+		kubelet(ctx, pod, corev1.PodRunning, true, "10.0.7.2")
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/UpToDate"))
+		Eventually(func() map[string]string { return statefulSet(ctx, n)().Annotations }).
+			ShouldNot(HaveKey(workloadcontroller.AnnotationRollFrom))
 	})
 })
 

@@ -35,3 +35,25 @@ const (
 	EventRollFinished       = "RollFinished"
 	EventScaledIn           = "ScaledIn"
 )
+
+// Event reasons of the workload controller. It also records EventDrainSkipped (Warning)
+// when valkey.io/skip-drain lets the workload of a node being deleted go before
+// Drained=True.
+const (
+	// EventWorkloadCreated (Normal): the node's ConfigMap and StatefulSet or Deployment were
+	// created.
+	EventWorkloadCreated = "WorkloadCreated"
+	// EventRollRequested (Normal): the desired pod template differs from the applied one;
+	// the workload waits for RollApproved.
+	EventRollRequested = "RollRequested"
+	// EventRollApplied (Normal): the new template was applied to the workload.
+	EventRollApplied = "RollApplied"
+	// EventRollCompleted (Normal): a Ready pod runs the applied template.
+	EventRollCompleted = "RollCompleted"
+	// EventInvalidConfig (Warning): spec.config was refused; the running workload is left
+	// unchanged.
+	EventInvalidConfig = "InvalidConfig"
+	// EventWorkloadDeleted (Normal): the workload and ConfigMap of a drained node being
+	// deleted were deleted.
+	EventWorkloadDeleted = "WorkloadDeleted"
+)

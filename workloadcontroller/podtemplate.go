@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -86,6 +85,8 @@ func selectorLabels(node *valkeyv1.ValkeyNode) map[string]string {
 }
 
 // podTemplate builds the node's pod template (without the hash annotation).
+//
+//nolint:funlen // one declarative pod spec reads best in one piece
 func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec {
 	opts = opts.withDefaults()
 	args := []string{"--cluster-announce-ip", "$(" + podIPEnv + ")"}
@@ -179,70 +180,6 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 					LocalObjectReference: corev1.LocalObjectReference{Name: valkeyv1.ConfigMapName(node.Name)},
 				}}},
 			},
-		},
-	}
-}
-
-// ownerRef makes the node the controller owner of what is built for it.
-func ownerRef(node *valkeyv1.ValkeyNode) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion:         valkeyv1.GroupVersion.String(),
-		Kind:               "ValkeyNode",
-		Name:               node.Name,
-		UID:                node.UID,
-		Controller:         ptr.To(true),
-		BlockOwnerDeletion: ptr.To(true),
-	}
-}
-
-// objectMeta is the metadata of an object built for the node.
-func objectMeta(node *valkeyv1.ValkeyNode, name string) metav1.ObjectMeta {
-	return metav1.ObjectMeta{
-		Name:            name,
-		Namespace:       node.Namespace,
-		Labels:          valkeyv1.NodeLabels(node),
-		OwnerReferences: []metav1.OwnerReference{ownerRef(node)},
-	}
-}
-
-// buildConfigMap holds the rendered valkey.conf.
-func buildConfigMap(node *valkeyv1.ValkeyNode, conf string) *corev1.ConfigMap {
-	return &corev1.ConfigMap{
-		ObjectMeta: objectMeta(node, valkeyv1.ConfigMapName(node.Name)),
-		Data:       map[string]string{ConfigFile: conf},
-	}
-}
-
-// buildStatefulSet runs the node as a one-replica StatefulSet. RollingUpdate replaces the pod
-// when the template changes, which the controller only does once the roll is approved;
-// Parallel management lets a broken pod be replaced without waiting for it to be Ready.
-func buildStatefulSet(node *valkeyv1.ValkeyNode, d *desired) *appsv1.StatefulSet {
-	meta := objectMeta(node, valkeyv1.WorkloadName(node.Name))
-	meta.Annotations = map[string]string{AnnotationTemplateHash: d.hash}
-	return &appsv1.StatefulSet{
-		ObjectMeta: meta,
-		Spec: appsv1.StatefulSetSpec{
-			Replicas:            ptr.To[int32](1),
-			Selector:            &metav1.LabelSelector{MatchLabels: selectorLabels(node)},
-			Template:            *d.template.DeepCopy(),
-			PodManagementPolicy: appsv1.ParallelPodManagement,
-			UpdateStrategy:      appsv1.StatefulSetUpdateStrategy{Type: appsv1.RollingUpdateStatefulSetStrategyType},
-		},
-	}
-}
-
-// buildDeployment runs the node as a one-replica Deployment (no persistence). Recreate
-// never runs two pods for one node.
-func buildDeployment(node *valkeyv1.ValkeyNode, d *desired) *appsv1.Deployment {
-	meta := objectMeta(node, valkeyv1.WorkloadName(node.Name))
-	meta.Annotations = map[string]string{AnnotationTemplateHash: d.hash}
-	return &appsv1.Deployment{
-		ObjectMeta: meta,
-		Spec: appsv1.DeploymentSpec{
-			Replicas: ptr.To[int32](1),
-			Selector: &metav1.LabelSelector{MatchLabels: selectorLabels(node)},
-			Template: *d.template.DeepCopy(),
-			Strategy: appsv1.DeploymentStrategy{Type: appsv1.RecreateDeploymentStrategyType},
 		},
 	}
 }

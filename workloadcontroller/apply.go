@@ -1,0 +1,48 @@
+package workloadcontroller
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// apply writes the node's ConfigMap and its workload of the desired kind by server-side
+// apply, as the controller's field manager. Once the workload is in place, a workload of the
+// other kind (left by a workloadType change) is deleted. rollFrom, when not empty, is the
+// hash of the template a roll replaces: it is recorded on the workload (AnnotationRollFrom)
+// until a Ready pod runs the new template; applying without it removes it. cur.workloads
+// is updated.
+func (r *Reconciler) apply(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired, rollFrom string) error {
+	owner := []client.ApplyOption{client.FieldOwner(valkeyv1.FieldManagerWorkload), client.ForceOwnership}
+	name := valkeyv1.WorkloadName(node.Name)
+	if err := r.Apply(ctx, buildConfigMap(node, want.config), owner...); err != nil {
+		return fmt.Errorf("apply ConfigMap %s: %w", valkeyv1.ConfigMapName(node.Name), err)
+	}
+	if err := r.Apply(ctx, buildWorkload(node, want, rollFrom), owner...); err != nil {
+		return fmt.Errorf("apply %s %s: %w", want.kind, name, err)
+	}
+	cur.workloads[want.kind] = &workload{kind: want.kind, name: name, hash: want.hash, rollFrom: rollFrom, replicas: 1}
+	for kind := range cur.workloads {
+		if kind == want.kind {
+			continue
+		}
+		if err := r.deleteObject(ctx, workloadObject(node, kind)); err != nil {
+			return err
+		}
+		delete(cur.workloads, kind)
+	}
+	return nil
+}
+
+// deleteObject deletes obj in the background (its pods go with it); gone is fine.
+func (r *Reconciler) deleteObject(ctx context.Context, obj client.Object) error {
+	if err := r.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
+	}
+	return nil
+}
