@@ -125,17 +125,18 @@ func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
 	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
 	var start, end time.Time
 	for _, e := range list.Items {
-		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || e.EventTime.Before(since.Truncate(time.Second)) {
+		at := e.EventTime.Time
+		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || at.Before(since.Truncate(time.Second)) {
 			continue
 		}
 		switch e.Reason {
 		case v1.EventMigrating:
-			if start.IsZero() || e.EventTime.Before(start) {
-				start = e.EventTime.Time
+			if start.IsZero() || at.Before(start) {
+				start = at
 			}
 		case v1.EventMigrated:
-			if e.EventTime.After(end) {
-				end = e.EventTime.Time
+			if at.After(end) {
+				end = at
 			}
 		}
 	}

@@ -225,7 +225,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		select {
 		case err := <-s.done:
 			s.done <- err
-			return fmt.Errorf("server on %s exited: %v", s.Addr(), err)
+			return fmt.Errorf("server on %s exited: %w", s.Addr(), err)
 		default:
 		}
 		if c, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond); err == nil {
@@ -259,8 +259,8 @@ func (s *Server) signal(sig syscall.Signal) error {
 	}
 	_ = s.cmd.Process.Signal(sig)
 	select {
-	case <-s.done:
-		s.done <- nil
+	case err := <-s.done:
+		s.done <- err // for a later Stop or Kill
 		return nil
 	case <-time.After(15 * time.Second):
 		_ = s.cmd.Process.Kill()
