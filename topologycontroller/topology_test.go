@@ -20,6 +20,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller"
 )
 
 const formTimeout = 90 * time.Second
@@ -411,6 +412,9 @@ var _ = Describe("Topology controller", func() {
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 10000)).To(Equal(10000))
 		Expect(eventsWithReason(ns, "Migrating")).To(BeNumerically(">=", 1))
+		if n := atomicImports(f.server(valkeyv1.NodeName("c", 3, 0)).Addr(), pw); n >= 0 {
+			Expect(n).To(BeNumerically(">=", 1), "a server that migrates atomically took its slots by CLUSTER MIGRATESLOTS")
+		}
 
 		By("scaling in to 3 shards, reading every key while slots move")
 		setShards(ns, "c", 3)
@@ -513,9 +517,11 @@ var _ = Describe("Topology controller", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)
 		DeferCleanup(f.stop)
-		// Small migration rounds so that the controller is surely stopped in the middle.
+		// Small key-by-key migration rounds so that the controller is surely stopped in the
+		// middle (an atomic migration runs on the servers and is over at once).
 		slow := testOptions
 		slow.MigrationSlotsPerReconcile = 8
+		slow.MigrationMode = topologycontroller.MigrationKeys
 		mgr.stop()
 		mgr = startManager(slow)
 		DeferCleanup(func() {
@@ -721,3 +727,21 @@ var _ = Describe("The password Secret", func() {
 		Eventually(clusterReady(ns, "rot"), 30*time.Second).Should(Succeed())
 	})
 })
+
+// atomicImports counts the finished atomic slot imports (CLUSTER GETSLOTMIGRATIONS) of the
+// server at addr; -1 when the server has no atomic slot migration (Redis, Valkey before 9).
+func atomicImports(addr, pw string) int {
+	c := single(addr, pw)
+	defer c.Close()
+	jobs, err := c.Do(context.Background(), c.B().Arbitrary("CLUSTER", "GETSLOTMIGRATIONS").Build()).ToArray()
+	if err != nil {
+		return -1
+	}
+	n := 0
+	for i := range jobs {
+		if m, err := jobs[i].AsStrMap(); err == nil && m["operation"] == "IMPORT" && m["state"] == "success" {
+			n++
+		}
+	}
+	return n
+}
