@@ -71,13 +71,19 @@ func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []SlotMove
 // job lives on the source, so a controller restart only looks again. A job that failed is
 // reported and started again. It returns the slots in flight.
 func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []SlotMove) (int, error) {
-	jobs, err := slotJobs(ctx, st.cs, src.addr)
-	if err != nil {
-		return 0, err
-	}
 	inFlight := 0
 	for _, mv := range moves {
 		inFlight += len(mv.Slots)
+	}
+	moves = ownMoves(src, moves)
+	if len(moves) == 0 {
+		// The seed's view still gives src slots it has handed over already (a primary
+		// that hands over its last slot becomes a replica of the taker): look again.
+		return inFlight, nil
+	}
+	jobs, err := slotJobs(ctx, st.cs, src.addr)
+	if err != nil {
+		return 0, err
 	}
 	var last *slotJob
 	for i := range jobs {
@@ -119,4 +125,25 @@ func targetNames(st *clusterState, moves []SlotMove) string {
 		names = append(names, st.byID[mv.To].node.Name)
 	}
 	return strings.Join(names, ", ")
+}
+
+// ownMoves keeps the slots of moves that src, by its own word this round, still owns as a
+// primary.
+func ownMoves(src *member, moves []SlotMove) []SlotMove {
+	if !src.self.primary() {
+		return nil
+	}
+	var out []SlotMove
+	for _, mv := range moves {
+		var slots []int
+		for _, slot := range mv.Slots {
+			if ownsSlot(src.self, slot) {
+				slots = append(slots, slot)
+			}
+		}
+		if len(slots) > 0 {
+			out = append(out, SlotMove{From: mv.From, To: mv.To, Slots: slots})
+		}
+	}
+	return out
 }

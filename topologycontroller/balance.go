@@ -108,10 +108,9 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 			return err
 		}
 	}
+	// Slots are moving while any move is planned, even in a round that fails.
+	st.migrating = len(migrations) > 0
 	moved, atomic, err := r.migrate(ctx, st, migrations)
-	if moved > 0 || atomic > 0 {
-		st.migrating = true
-	}
 	if atomic > 0 {
 		st.wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
 	}

@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
 
@@ -28,7 +29,7 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if n.Spec.ClusterName == "" {
-		return ctrl.Result{}, r.Status.ApplyNode(ctx, &n, aloneShare(&n))
+		return r.apply(ctx, &n, aloneShare(&n))
 	}
 	var vc valkeyv1.ValkeyCluster
 	err := r.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.ClusterName}, &vc)
@@ -41,7 +42,15 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if n.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection deletes it with its cluster
 	}
-	return ctrl.Result{}, r.Status.ApplyNode(ctx, &n, orphanShare(&n))
+	return r.apply(ctx, &n, orphanShare(&n))
+}
+
+// apply writes the node's topology status; a node gone meanwhile needs none.
+func (r *outsideReconciler) apply(ctx context.Context, n *valkeyv1.ValkeyNode, share status.TopologyShare) (ctrl.Result, error) {
+	if err := r.Status.ApplyNode(ctx, n, share); err != nil {
+		return requeue.Settle(ctx, client.IgnoreNotFound(err))
+	}
+	return ctrl.Result{}, nil
 }
 
 // aloneShare is the status of a node outside any cluster.
