@@ -25,12 +25,16 @@ import (
 )
 
 // Every test server listens on port 6379 (the controller's default) of its own loopback
-// address, as pods do on their own IPs. A restarted "pod" gets a new address.
+// address, as pods do on their own IPs. A restarted "pod" gets a new address. The second
+// byte depends on the process, so that two test binaries running at once (two checkouts on
+// one machine) rarely share an address, which would mix up their clusters.
 var nextIP atomic.Int32
+
+var ipBase = 20 + os.Getpid()%200
 
 func newPodIP() string {
 	n := nextIP.Add(1)
-	return fmt.Sprintf("127.55.%d.%d", n/200, n%200+10)
+	return fmt.Sprintf("127.%d.%d.%d", ipBase, n/200, n%200+10)
 }
 
 // fakeWorkload plays the workload controller (and, for nodes with the pvc-protection
