@@ -125,11 +125,16 @@ type openMigration struct {
 	from, to string
 }
 
-// openMigrations lists the slots some member reports as importing or migrating.
+// openMigrations lists the slots some primary reports as importing or migrating. Replicas
+// do not count: Valkey 8+ copies these states to a primary's replicas (which refuse SETSLOT)
+// and can leave a copy there after the slots have moved.
 func openMigrations(st *clusterState) []openMigration {
 	seen := map[int]bool{}
 	var out []openMigration
 	for _, m := range st.sortedMembers() {
+		if !m.self.primary() {
+			continue
+		}
 		for slot, to := range m.self.Migrating {
 			if !seen[slot] {
 				seen[slot] = true
@@ -138,6 +143,9 @@ func openMigrations(st *clusterState) []openMigration {
 		}
 	}
 	for _, m := range st.sortedMembers() {
+		if !m.self.primary() {
+			continue
+		}
 		for slot, from := range m.self.Importing {
 			if !seen[slot] {
 				seen[slot] = true
