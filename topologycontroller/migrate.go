@@ -128,8 +128,9 @@ type openMigration struct {
 	from, to string
 }
 
-// openMigrations lists the slots some primary reports as importing or migrating (a replica
-// may still show the state it had as the primary before a failover).
+// openMigrations lists the slots some primary reports as importing or migrating. Replicas
+// do not count: Valkey 8+ copies these states to a primary's replicas (which refuse SETSLOT)
+// and can leave a copy there after the slots have moved or the replica took over.
 func openMigrations(st *clusterState) []openMigration {
 	seen := map[int]bool{}
 	var out []openMigration
