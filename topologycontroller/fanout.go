@@ -12,30 +12,12 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// desiredNodeSpec is the spec of node (shard, replica) of vc.
+// desiredNodeSpec is the spec of node (shard, replica) of vc: its place, and a copy of the
+// cluster's server spec naming the password Secret in use.
 func desiredNodeSpec(vc *valkeyv1.ValkeyCluster, shard, replica int32, ref *valkeyv1.SecretKeyRef) valkeyv1.ValkeyNodeSpec {
-	return valkeyv1.ValkeyNodeSpec{
-		ClusterName:    vc.Name,
-		Shard:          shard,
-		ReplicaIndex:   replica,
-		Image:          vc.Spec.Image,
-		Resources:      *vc.Spec.Resources.DeepCopy(),
-		Config:         copyMap(vc.Spec.Config),
-		WorkloadType:   vc.Spec.WorkloadType,
-		Persistence:    vc.Spec.Persistence.DeepCopy(),
-		PasswordSecret: ref.DeepCopy(),
-	}
-}
-
-func copyMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]string, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
+	server := *vc.Spec.ServerSpec.DeepCopy()
+	server.PasswordSecret = ref.DeepCopy()
+	return valkeyv1.ValkeyNodeSpec{ClusterName: vc.Name, Shard: shard, ReplicaIndex: replica, ServerSpec: server}
 }
 
 // wanted tells whether (shard, replica) is part of vc's spec.

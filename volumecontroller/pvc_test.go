@@ -20,7 +20,9 @@ func testNode(owner bool) *valkeyv1.ValkeyNode {
 		ObjectMeta: metav1.ObjectMeta{Name: "db-2-1", Namespace: "prod", UID: "node-uid"},
 		Spec: valkeyv1.ValkeyNodeSpec{
 			ClusterName: "db", Shard: 2, ReplicaIndex: 1,
-			Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			ServerSpec: valkeyv1.ServerSpec{
+				Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			},
 		},
 	}
 	if owner {

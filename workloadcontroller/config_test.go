@@ -22,23 +22,23 @@ func TestRenderConfigPersistence(t *testing.T) {
 		want valkeyconf.Params
 	}{{
 		name: "no persistence: no RDB, no AOF, data dir still /data",
-		spec: valkeyv1.ValkeyNodeSpec{Config: config},
+		spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Config: config}},
 		want: valkeyconf.Params{DataDir: "/data", Config: config},
 	}, {
 		name: "persistence: RDB with default save points",
-		spec: valkeyv1.ValkeyNodeSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size}},
+		spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size}}},
 		want: valkeyconf.Params{DataDir: "/data", Persistence: true, RDB: true},
 	}, {
 		name: "persistence: custom save points and AOF",
-		spec: valkeyv1.ValkeyNodeSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size,
+		spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size,
 			RDB: &valkeyv1.RDBSpec{SavePoints: []string{"900 1"}},
-			AOF: &valkeyv1.AOFSpec{Enabled: true, Fsync: "always"}}},
+			AOF: &valkeyv1.AOFSpec{Enabled: true, Fsync: "always"}}}},
 		want: valkeyconf.Params{DataDir: "/data", Persistence: true, RDB: true, SavePoints: []string{"900 1"}, AOF: true, Fsync: "always"},
 	}, {
 		name: "persistence: AOF only",
-		spec: valkeyv1.ValkeyNodeSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size,
+		spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{Size: size,
 			RDB: &valkeyv1.RDBSpec{Enabled: ptr.To(false)},
-			AOF: &valkeyv1.AOFSpec{Enabled: true}}},
+			AOF: &valkeyv1.AOFSpec{Enabled: true}}}},
 		want: valkeyconf.Params{DataDir: "/data", Persistence: true, AOF: true},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -58,9 +58,9 @@ func TestRenderConfigPersistence(t *testing.T) {
 }
 
 func TestRenderConfigRefusesBadSavePoints(t *testing.T) {
-	_, err := renderConfig(&valkeyv1.ValkeyNodeSpec{Persistence: &valkeyv1.PersistenceSpec{
+	_, err := renderConfig(&valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{
 		Size: resource.MustParse("1Gi"), RDB: &valkeyv1.RDBSpec{SavePoints: []string{"1 1\ndir /tmp"}},
-	}})
+	}}})
 	if ce := asConfigError(err); ce == nil || ce.Key != "persistence.rdb.savePoints" {
 		t.Fatalf("err %v, want a ConfigError on persistence.rdb.savePoints", err)
 	}

@@ -12,8 +12,11 @@ import (
 func baseNode() *valkeyv1.ValkeyNode {
 	return &valkeyv1.ValkeyNode{
 		Spec: valkeyv1.ValkeyNodeSpec{
-			ClusterName: "c", Image: "valkey/valkey:8.1",
-			Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")},
+			ClusterName: "c",
+			ServerSpec: valkeyv1.ServerSpec{
+				Image:       "valkey/valkey:8.1",
+				Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")},
+			},
 		},
 	}
 }
@@ -58,8 +61,8 @@ func TestTemplateHash(t *testing.T) {
 		}
 	}
 	// The kind alone changes the hash.
-	st, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{Image: "i"}}), Options{})
-	dp, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{Image: "i", WorkloadType: valkeyv1.WorkloadDeployment}}), Options{})
+	st, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Image: "i"}}}), Options{})
+	dp, _ := buildDesired(withName(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Image: "i", WorkloadType: valkeyv1.WorkloadDeployment}}}), Options{})
 	if st.hash == dp.hash {
 		t.Error("StatefulSet and Deployment of the same template have the same hash")
 	}

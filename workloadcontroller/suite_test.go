@@ -77,7 +77,7 @@ func newNamespace(ctx context.Context) string {
 func createNode(ctx context.Context, ns string, change func(*valkeyv1.ValkeyNode)) *valkeyv1.ValkeyNode {
 	n := &valkeyv1.ValkeyNode{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: ns},
-		Spec:       valkeyv1.ValkeyNodeSpec{Image: "valkey/valkey:8.0"},
+		Spec:       valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Image: "valkey/valkey:8.0"}},
 	}
 	if change != nil {
 		change(n)

@@ -7,6 +7,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -154,4 +155,41 @@ type SecretKeyRef struct {
 	// +optional
 	// +kubebuilder:default=password
 	Key string `json:"key,omitempty"`
+}
+
+// ServerSpec is how a Valkey server runs: the part of a ValkeyCluster's spec that every one
+// of its ValkeyNodes carries, and the spec of a ValkeyNode besides its place in the cluster.
+type ServerSpec struct {
+	// Image of the Valkey server.
+	// +optional
+	// +kubebuilder:default="valkey/valkey:9.1.2"
+	Image string `json:"image,omitempty"`
+
+	// Resources of each server container.
+	// +optional
+	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
+
+	// Config holds valkey.conf directives merged into every node's rendered configuration.
+	// Keys the operator owns (dir, port, cluster-*, bind, announce, password settings...)
+	// are refused.
+	// +optional
+	// +kubebuilder:validation:MaxProperties=200
+	Config map[string]string `json:"config,omitempty"`
+
+	// WorkloadType runs nodes as StatefulSets (default) or Deployments.
+	// +optional
+	// +kubebuilder:default=StatefulSet
+	WorkloadType WorkloadType `json:"workloadType,omitempty"`
+
+	// Persistence gives every node a PersistentVolumeClaim mounted at /data. Adding it to a
+	// running cluster creates the claims and rolls the nodes safely; it cannot be removed.
+	// +optional
+	Persistence *PersistenceSpec `json:"persistence,omitempty"`
+
+	// PasswordSecret holds the server password. On a ValkeyCluster it is fixed when the
+	// cluster is created (running servers keep the password they started with), and when
+	// omitted the operator generates the Secret <cluster>-auth, which every node then names.
+	// A ValkeyNode outside any cluster without it runs without a password.
+	// +optional
+	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
 }

@@ -53,7 +53,9 @@ func persistentCluster(ns string) *v1.ValkeyCluster {
 		ObjectMeta: metav1.ObjectMeta{Name: "c-" + rand.String(5), Namespace: ns},
 		Spec: v1.ValkeyClusterSpec{
 			Shards: 3, Replicas: 1,
-			Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			ServerSpec: v1.ServerSpec{
+				Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			},
 		},
 	}
 }
@@ -168,7 +170,9 @@ var _ = Describe("ValkeyNode admission", func() {
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 			Spec: v1.ValkeyNodeSpec{
 				ClusterName: "my-cluster", Shard: 1, ReplicaIndex: 0,
-				Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+				ServerSpec: v1.ServerSpec{
+					Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+				},
 			},
 		}
 	}

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -27,35 +26,8 @@ type ValkeyClusterSpec struct {
 	// +kubebuilder:validation:Maximum=10
 	Replicas int32 `json:"replicas"`
 
-	// Image of the Valkey server.
-	// +optional
-	// +kubebuilder:default="valkey/valkey:9.1.2"
-	Image string `json:"image,omitempty"`
-
-	// Resources of each server container.
-	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-
-	// Config holds valkey.conf directives for every node. Keys the operator owns are refused.
-	// +optional
-	// +kubebuilder:validation:MaxProperties=200
-	Config map[string]string `json:"config,omitempty"`
-
-	// WorkloadType runs nodes as StatefulSets (default) or Deployments.
-	// +optional
-	// +kubebuilder:default=StatefulSet
-	WorkloadType WorkloadType `json:"workloadType,omitempty"`
-
-	// Persistence gives every node a PersistentVolumeClaim. Adding it to a running cluster
-	// creates the claims and rolls the nodes safely; it cannot be removed.
-	// +optional
-	Persistence *PersistenceSpec `json:"persistence,omitempty"`
-
-	// PasswordSecret holds the cluster password. When omitted the operator generates the
-	// Secret <cluster>-auth. It is fixed when the cluster is created: running servers keep
-	// the password they started with.
-	// +optional
-	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+	// ServerSpec is how every node's server runs; each ValkeyNode gets a copy.
+	ServerSpec `json:",inline"`
 }
 
 // ValkeyClusterStatus is written by the topology controller only.

@@ -1,7 +1,6 @@
 package v1alpha1
 
 import (
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -30,33 +29,8 @@ type ValkeyNodeSpec struct {
 	// +kubebuilder:default=0
 	ReplicaIndex int32 `json:"replicaIndex"`
 
-	// Image of the Valkey server.
-	// +optional
-	// +kubebuilder:default="valkey/valkey:9.1.2"
-	Image string `json:"image,omitempty"`
-
-	// Resources of the server container.
-	// +optional
-	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
-
-	// Config holds valkey.conf directives merged into the rendered configuration. Keys the
-	// operator owns (dir, port, cluster-*, bind, announce, password settings...) are refused.
-	// +optional
-	// +kubebuilder:validation:MaxProperties=200
-	Config map[string]string `json:"config,omitempty"`
-
-	// WorkloadType runs the node as a StatefulSet (default) or a Deployment.
-	// +optional
-	// +kubebuilder:default=StatefulSet
-	WorkloadType WorkloadType `json:"workloadType,omitempty"`
-
-	// Persistence enables a PersistentVolumeClaim mounted at /data.
-	// +optional
-	Persistence *PersistenceSpec `json:"persistence,omitempty"`
-
-	// PasswordSecret holds the server password. No password when omitted.
-	// +optional
-	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+	// ServerSpec is how the node's server runs (copied from its ValkeyCluster).
+	ServerSpec `json:",inline"`
 }
 
 // ValkeyNodeStatus is written by three controllers, each by server-side apply with its own

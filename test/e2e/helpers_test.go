@@ -37,10 +37,13 @@ func newCluster(ns, name string, shards, replicas int32, persistence *v1.Persist
 	c := &v1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.ValkeyClusterSpec{
-			Shards: shards, Replicas: replicas, Image: valkeyImage, Persistence: persistence,
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-				corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
-			}},
+			Shards: shards, Replicas: replicas,
+			ServerSpec: v1.ServerSpec{
+				Image: valkeyImage, Persistence: persistence,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+				}},
+			},
 		},
 	}
 	Expect(k8s.Create(ctx, c)).To(Succeed())
