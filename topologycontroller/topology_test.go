@@ -668,7 +668,7 @@ var _ = Describe("The password Secret", func() {
 		s := secret(ns, "my-password", "pw", "s3cret")
 		Expect(k8s.Update(context.Background(), s)).To(Succeed())
 		Eventually(func() int { return len(listNodes(ns)) }, 30*time.Second).Should(Equal(1))
-		Expect(readyCondition(ns, "mine")()).To(HaveField("Reason", Not(BeElementOf(valkeyv1.ReasonPasswordSecretMissing, valkeyv1.ReasonPasswordKeyMissing))))
+		Eventually(readyCondition(ns, "mine"), 10*time.Second).Should(HaveField("Reason", Not(BeElementOf(valkeyv1.ReasonPasswordSecretMissing, valkeyv1.ReasonPasswordKeyMissing))))
 		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName("mine")}, &corev1.Secret{})).
 			To(Satisfy(apierrors.IsNotFound), "no password is generated when one is named")
 	})
