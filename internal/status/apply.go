@@ -43,7 +43,7 @@ func (a Applier) ApplyNode(ctx context.Context, n *valkeyv1.ValkeyNode, share No
 	if UnchangedNode(n, share) && a.written.matches(n.UID, fp) {
 		return nil
 	}
-	want.Conditions = Stamp(n.Status.Conditions, want.Conditions, n.Generation, a.now())
+	want.Conditions = stamp(n.Status.Conditions, want.Conditions, n.Generation, a.now())
 	return a.apply(ctx, n, fp, newApplyConfig("ValkeyNode", n, want))
 }
 
@@ -56,7 +56,7 @@ func (a Applier) ApplyCluster(ctx context.Context, vc *valkeyv1.ValkeyCluster, s
 	if UnchangedCluster(vc, st) && a.written.matches(vc.UID, fp) {
 		return nil
 	}
-	st.Conditions = Stamp(vc.Status.Conditions, st.Conditions, vc.Generation, a.now())
+	st.Conditions = stamp(vc.Status.Conditions, st.Conditions, vc.Generation, a.now())
 	return a.apply(ctx, vc, fp, newApplyConfig("ValkeyCluster", vc, clusterStatusOf(st)))
 }
 
@@ -78,9 +78,9 @@ func (a Applier) now() metav1.Time {
 	return metav1.NewTime(c.Now().Truncate(time.Second))
 }
 
-// Stamp returns desired with observedGeneration set to generation and lastTransitionTime
+// stamp returns desired with observedGeneration set to generation and lastTransitionTime
 // kept from current when a condition's status is unchanged (now otherwise).
-func Stamp(current, desired []metav1.Condition, generation int64, now metav1.Time) []metav1.Condition {
+func stamp(current, desired []metav1.Condition, generation int64, now metav1.Time) []metav1.Condition {
 	out := make([]metav1.Condition, 0, len(desired))
 	for _, c := range desired {
 		c.ObservedGeneration = generation

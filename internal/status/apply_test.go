@@ -20,16 +20,7 @@ import (
 // Two controllers apply their own conditions and sub-structs to one ValkeyNode: both
 // survive, and each changes or drops its own without touching the other's.
 func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
-	env, err := envtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	ctx := context.Background()
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := startAPI(t)
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ssa"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -112,16 +103,7 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 // A share the object already shows is not written again; one the cache shows but that is
 // not what was last written (the cache lags a write) is written.
 func TestApplyWritesOnlyChanges(t *testing.T) {
-	env, err := envtest.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = env.Stop() }()
-	ctx := context.Background()
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.Scheme})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, c := startAPI(t)
 	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
 	must(t, c.Create(ctx, node))
 	a := status.NewApplier(c, v1.FieldManagerTopology)
@@ -160,6 +142,21 @@ func TestApplyWritesOnlyChanges(t *testing.T) {
 	if n, found, _ := unstructured.NestedInt64(u.Object, "status", "nodes"); !found || n != 0 {
 		t.Fatalf("status.nodes: found %v, %d; want 0 written", found, n)
 	}
+}
+
+// startAPI starts a real API server for one test and returns a client of it.
+func startAPI(t *testing.T) (context.Context, client.Client) {
+	t.Helper()
+	env, err := envtest.Start()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = env.Stop() })
+	c, err := client.New(env.Config, client.Options{Scheme: scheme.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return context.Background(), c
 }
 
 func must(t *testing.T, err error) {

@@ -123,18 +123,23 @@ func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
 
 // clusterClient is a cluster-aware client seeded with every node's pod IP.
 func clusterClient(c *v1.ValkeyCluster) valkey.Client {
+	vc, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress: podAddrs(c), Password: password(c), DisableCache: true,
+		ConnWriteTimeout: 5 * time.Second,
+	})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return vc
+}
+
+// podAddrs are the Valkey addresses of the cluster's pods that have an IP.
+func podAddrs(c *v1.ValkeyCluster) []string {
 	var addrs []string
 	for _, n := range clusterNodes(c) {
 		if n.Status.Workload != nil && n.Status.Workload.PodIP != "" {
 			addrs = append(addrs, n.Status.Workload.PodIP+":6379")
 		}
 	}
-	vc, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: addrs, Password: password(c), DisableCache: true,
-		ConnWriteTimeout: 5 * time.Second,
-	})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	return vc
+	return addrs
 }
 
 // info runs INFO <section> on a node and returns its fields.

@@ -234,14 +234,8 @@ func (w *ackWriter) stop() ([]int, map[string]int) {
 // ackClient is a cluster client that does not retry by itself: a refused write comes back
 // to the writer, which counts it and tries again on a fresh connection to the slot's owner.
 func ackClient(c *v1.ValkeyCluster) valkey.Client {
-	var addrs []string
-	for _, n := range clusterNodes(c) {
-		if n.Status.Workload != nil && n.Status.Workload.PodIP != "" {
-			addrs = append(addrs, n.Status.Workload.PodIP+":6379")
-		}
-	}
 	vc, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress: addrs, Password: password(c), DisableCache: true, DisableRetry: true,
+		InitAddress: podAddrs(c), Password: password(c), DisableCache: true, DisableRetry: true,
 		ConnWriteTimeout: 5 * time.Second,
 	})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
