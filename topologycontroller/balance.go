@@ -93,8 +93,8 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
-			if err := flushIfKeys(ctx, st.cs, st.byID[mv.To].addr); err != nil {
-				return err
+			if ok, err := r.flushIfHeldElsewhere(ctx, st, st.byID[mv.To]); err != nil || !ok {
+				return err // not emptied: its keys may exist nowhere else (KeysNotElsewhere)
 			}
 		}
 	}

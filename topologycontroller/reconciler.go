@@ -58,13 +58,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	nodes, err := r.fanOut(ctx, vc, ref)
+	nodes, waiting, err := r.fanOut(ctx, vc, ref)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	cs := newConns(password, r.Options.DialTimeout, r.Options.CommandTimeout)
 	defer cs.close()
 	st := r.observe(ctx, vc, nodes, cs)
+	for _, w := range waiting {
+		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
+	}
 	if pe := passwordRefused(st, ref); pe != nil {
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)

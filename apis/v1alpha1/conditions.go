@@ -88,6 +88,10 @@ const (
 	ReasonMeeting            = "Meeting"
 	ReasonReplicating        = "Replicating"
 	ReasonNotInCluster       = "NotInCluster"
+	// ReasonKeysNotElsewhere (ClusterJoined=False): a primary without slots holds keys of
+	// slots whose owners do not hold them (or cannot be asked); it is not flushed to become
+	// a replica until they do, or until the user empties it.
+	ReasonKeysNotElsewhere = "KeysNotElsewhere"
 
 	ReasonApproved          = "Approved"
 	ReasonFailedOver        = "FailedOver"
@@ -100,6 +104,9 @@ const (
 	ReasonNeverJoined     = "NeverJoined"
 	ReasonClusterDeleting = "ClusterDeleting"
 	ReasonMigratingSlots  = "MigratingSlots"
+	// ReasonPrimaryDown (Drained=False): a replica whose primary is down may hold the
+	// shard's last copy; it is kept until the primary is back or it has taken over.
+	ReasonPrimaryDown = "PrimaryDown"
 )
 
 // ValkeyCluster conditions (writer: topology controller).
@@ -134,6 +141,10 @@ const (
 	ReasonPasswordSecretMissing = "PasswordSecretMissing"
 	// ReasonPasswordKeyMissing (Ready=False): the password Secret has no value under its key.
 	ReasonPasswordKeyMissing = "PasswordKeyMissing"
+	// ReasonPasswordSecretNotOwned (Ready=False): the Secret <cluster>-auth exists but is
+	// controlled by another object (an earlier ValkeyCluster of the same name that garbage
+	// collection has not removed yet); it is neither used nor replaced.
+	ReasonPasswordSecretNotOwned = "PasswordSecretNotOwned"
 	// ReasonPasswordRejected (Ready=False): servers refuse the password in the Secret (its
 	// value was changed after they started); nothing is done in Valkey until they accept it.
 	ReasonPasswordRejected = "PasswordRejected"

@@ -34,6 +34,9 @@ const (
 	EventRollWithoutReplica = "RollWithoutReplica"
 	EventRollFinished       = "RollFinished"
 	EventScaledIn           = "ScaledIn"
+	// EventKeysNotFlushed (Warning): a primary without slots holds keys its slots' owners do
+	// not hold; it is kept out of the cluster instead of being flushed.
+	EventKeysNotFlushed = "KeysNotFlushed"
 )
 
 // Event reasons of the workload controller. It also records EventDrainSkipped (Warning)
