@@ -54,6 +54,12 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 		ids[i] = t.id()
 	}
 	moves := PlanSlots(ids, owned)
+	if down := unreachableNode(st); down != "" && assignsFree(moves, orphan) {
+		// Slots nobody in this view owns may be owned in a view that cannot be seen: a
+		// fresh node alone while its peers are down must not found a cluster of its own.
+		st.wait(fmt.Sprintf("waiting for %s to be reachable before assigning slots nobody owns", down), time.Second)
+		return false, nil
+	}
 	if len(moves) == 0 {
 		if !migrationStarting(st) {
 			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
@@ -61,6 +67,32 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 		return false, nil
 	}
 	return true, r.applyMoves(ctx, st, moves, owned, orphan)
+}
+
+// unreachableNode is the name of the first node of the cluster, not being deleted, whose
+// server cannot be reached; "" when every one can.
+func unreachableNode(st *clusterState) string {
+	for _, n := range st.nodes {
+		if n.DeletionTimestamp == nil && !st.members[n.Name].reachable() {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+// assignsFree tells whether moves hand out slots nobody owns (not those of a lost owner).
+func assignsFree(moves []SlotMove, orphan map[int]string) bool {
+	for _, mv := range moves {
+		if mv.From != "" {
+			continue
+		}
+		for _, slot := range mv.Slots {
+			if orphan[slot] == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // slotOwners are the slots of each owner in the seed's view, and the slots of lost owners
