@@ -55,6 +55,7 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	}
 	moves := PlanSlots(ids, owned)
 	if len(moves) == 0 {
+		st.balanced = true
 		if !migrationStarting(st) {
 			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
 		}
@@ -122,7 +123,10 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 		// Go on at once: nothing in Kubernetes is awaited.
 		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
 	}
-	if moved == 0 && atomic == 0 {
+	switch {
+	case moved == 0 && atomic == 0 && len(migrations) > 0:
+		st.wait("waiting to try again the slots whose keys could not move", time.Second)
+	case moved == 0 && atomic == 0:
 		st.wait("assigning slots", time.Second)
 	}
 	return err
@@ -203,13 +207,17 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotM
 		// not once per round.
 		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
 	}
+	// Slots whose keys could not move wait for their next try (see stallBook) and take
+	// nothing of the budget.
+	slots := r.readySlots(st, mv.Slots)
 	moved := 0
-	for start := 0; start < len(mv.Slots) && moved < budget; start += slotsPerBatch {
-		batch := mv.Slots[start:min(len(mv.Slots), start+slotsPerBatch, start+budget-moved)]
-		if err := r.migrateSlots(ctx, st, batch, src, dst); err != nil {
+	for start := 0; start < len(slots) && moved < budget; start += slotsPerBatch {
+		batch := slots[start:min(len(slots), start+slotsPerBatch, start+budget-moved)]
+		n, err := r.migrateSlots(ctx, st, batch, src, dst)
+		moved += n
+		if err != nil {
 			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.node.Name, dst.node.Name, err)
 		}
-		moved += len(batch)
 	}
 	return moved, nil
 }
@@ -218,7 +226,8 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotM
 // under way yet.
 func migrationStarting(st *clusterState) bool {
 	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
-	return c == nil || c.Status != metav1.ConditionTrue || c.Reason != valkeyv1.ReasonMigratingSlots
+	return c == nil || c.Status != metav1.ConditionTrue ||
+		(c.Reason != valkeyv1.ReasonMigratingSlots && c.Reason != valkeyv1.ReasonMigrationStalled)
 }
 
 // lostOwners are the slot owners of the seed's view that are gone for good: no ValkeyNode
@@ -227,16 +236,23 @@ func migrationStarting(st *clusterState) bool {
 // lost; their slots are given to the primaries that need slots.
 func lostOwners(st *clusterState) map[string]bool {
 	reported := st.reportedIDs()
-	liveFollower := map[string]bool{}
-	for _, n := range st.view {
-		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
-			liveFollower[n.PrimaryID] = true
-		}
-	}
+	liveFollower := liveFollowers(st)
 	out := map[string]bool{}
 	for id, n := range st.view {
 		if n.primary() && n.slotCount() > 0 && n.failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
 			out[id] = true
+		}
+	}
+	return out
+}
+
+// liveFollowers are the IDs some replica in the seed's view follows and that replica is
+// not failed.
+func liveFollowers(st *clusterState) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range st.view {
+		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
+			out[n.PrimaryID] = true
 		}
 	}
 	return out
