@@ -61,7 +61,7 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 		}
 		return false, nil
 	}
-	return true, r.applyMoves(ctx, st, moves, owned, orphan)
+	return r.applyMoves(ctx, st, moves, owned, orphan)
 }
 
 // slotOwners are the slots of each owner in the seed's view, and the slots of lost owners
@@ -89,13 +89,14 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 }
 
 // applyMoves carries out the planned moves: slots without an owner are assigned, the others
-// migrated.
-func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) error {
+// migrated. It acts unless every slot it would migrate is backing off (see stallBook):
+// then the later phases go on (a roll may be what fixes the cause).
+func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) (bool, error) {
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
 			if err := flushIfKeys(ctx, st.cs, st.byID[mv.To].addr); err != nil {
-				return err
+				return true, err
 			}
 		}
 	}
@@ -106,7 +107,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 			continue
 		}
 		if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
-			return err
+			return true, err
 		}
 	}
 	// Slots are moving while any move is planned, even in a round that fails.
@@ -123,13 +124,15 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 		// Go on at once: nothing in Kubernetes is awaited.
 		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
 	}
-	switch {
-	case moved == 0 && atomic == 0 && len(migrations) > 0:
+	if moved == 0 && atomic == 0 && len(migrations) == len(moves) && err == nil {
+		st.migrating = false
 		st.wait("waiting to try again the slots whose keys could not move", time.Second)
-	case moved == 0 && atomic == 0:
+		return false, nil
+	}
+	if moved == 0 && atomic == 0 {
 		st.wait("assigning slots", time.Second)
 	}
-	return err
+	return true, err
 }
 
 // migrate carries out the moves between primaries, grouped by source: atomically where

@@ -111,8 +111,8 @@ func (b *stallBook) keepOnly(uid types.UID, keep func(slot int, s *stall) bool) 
 	}
 }
 
-// summary describes the stalled slots of uid (the earliest first, at most a few named) and
-// tells how soon the next one is tried; "" when none is stalled.
+// summary describes the stalled slots of uid (the lowest first, at most a few named) and
+// tells how soon the next backoff ends (0 if none is running); "" when none is stalled.
 func (b *stallBook) summary(uid types.UID, now time.Time) (string, time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -125,10 +125,12 @@ func (b *stallBook) summary(uid types.UID, now time.Time) (string, time.Duration
 	}
 	sort.Ints(slots)
 	var parts []string
-	next := stallMaxRetry
+	var next time.Duration
 	for i, slot := range slots {
 		s := b.by[uid][slot]
-		next = min(next, max(s.next.Sub(now), time.Millisecond))
+		if d := s.next.Sub(now); d > 0 && (next == 0 || d < next) {
+			next = d
+		}
 		if i < 3 {
 			parts = append(parts, fmt.Sprintf("slot %d: %s (tried %d times)", slot, s.why, s.tries))
 		}
@@ -191,7 +193,7 @@ func (r *Reconciler) noteStalls(st *clusterState) {
 		return
 	}
 	st.stalled = msg
-	if st.requeue == 0 || next < st.requeue {
+	if next > 0 && (st.requeue == 0 || next < st.requeue) {
 		st.requeue = next
 	}
 }
