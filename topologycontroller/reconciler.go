@@ -26,6 +26,8 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	Options   Options
 	Status    status.Applier
+
+	stalls stallBook
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -78,6 +80,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
+	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -3,7 +3,8 @@
 // from the pod IPs the workload controller reports (MEET, slots, REPLICATE, FORGET), moves
 // slots when the cluster scales, approves pod rolls one node at a time after failing
 // primaries over, and reports Drained while a node is deleted. It keeps nothing in memory
-// between reconciles: everything is read again from the API server and from Valkey.
+// between reconciles but the backoff of slots whose keys could not move (see stallBook):
+// everything else is read again from the API server and from Valkey.
 package topologycontroller
 
 import (

@@ -116,7 +116,8 @@ const (
 	// cluster_state ok (reason Ready; NotReady otherwise).
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while the topology controller has work under way
-	// (reasons Forming, MigratingSlots, Scaling, Rolling; Settled when False).
+	// (reasons Forming, MigratingSlots, MigrationStalled, Scaling, Rolling; Settled when
+	// False).
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
 	// ClusterStateFail, PrimaryRollingWithoutReplica; Healthy when False).
@@ -135,6 +136,9 @@ const (
 	ReasonClusterStateFail = "ClusterStateFail"
 	ReasonAllSlotsAssigned = "AllSlotsAssigned"
 	ReasonSlotsUnassigned  = "SlotsUnassigned"
+	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
+	// message names the slots and the server's error. They are tried again with backoff.
+	ReasonMigrationStalled = "MigrationStalled"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.

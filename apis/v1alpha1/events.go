@@ -28,6 +28,8 @@ const (
 	EventMigrating          = "Migrating"
 	EventMigrated           = "Migrated"
 	EventMigrationFailed    = "MigrationFailed"
+	EventMigrationStalled   = "MigrationStalled"
+	EventMigrationSettled   = "MigrationSettled"
 	EventFailingOver        = "FailingOver"
 	EventFailedOver         = "FailedOver"
 	EventRollApproved       = "RollApproved"
