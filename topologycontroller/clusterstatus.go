@@ -26,6 +26,8 @@ type clusterFacts struct {
 	unreachable []string
 	migrating   bool
 	progress    []string
+	// failoversStalled describes the failovers waiting out a backoff.
+	failoversStalled []string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -115,6 +117,8 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 func progressing(f clusterFacts, desired int) metav1.Condition {
 	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
 	switch {
+	case len(f.failoversStalled) > 0:
+		on, reason = true, valkeyv1.ReasonFailoverBackoff
 	case f.migrating:
 		reason = valkeyv1.ReasonMigratingSlots
 	case len(f.nodes) != desired:
@@ -124,7 +128,7 @@ func progressing(f clusterFacts, desired int) metav1.Condition {
 	case !on:
 		reason = valkeyv1.ReasonSettled
 	}
-	msg := strings.Join(f.progress, "; ")
+	msg := strings.Join(append(f.failoversStalled, f.progress...), "; ")
 	if !on {
 		msg = "nothing to do"
 	}
