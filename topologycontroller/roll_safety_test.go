@@ -17,6 +17,11 @@ import (
 // reportWorkload writes a held node's workload status as the workload controller would:
 // WorkloadReady, RollPending (TemplateChanged when pending) and the pod IP of its server.
 func reportWorkload(f *fakeWorkload, ns, name string, ready, rollPending bool) {
+	reportWorkloadAt(ns, name, f.server(name).Host, ready, rollPending)
+}
+
+// reportWorkloadAt is reportWorkload with the given pod IP.
+func reportWorkloadAt(ns, name, podIP string, ready, rollPending bool) {
 	n := getNode(ns, name)
 	ready1 := status.Condition(valkeyv1.ConditionWorkloadReady, ready, valkeyv1.ReasonReady, "")
 	if !ready {
@@ -27,10 +32,10 @@ func reportWorkload(f *fakeWorkload, ns, name string, ready, rollPending bool) {
 		roll = status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged, "waiting for RollApproved")
 	}
 	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerWorkload}
-	ExpectWithOffset(1, a.ApplyNode(context.Background(), n, status.WorkloadShare{
+	ExpectWithOffset(2, a.ApplyNode(context.Background(), n, status.WorkloadShare{
 		Conditions: []metav1.Condition{ready1, roll},
 		Workload: &valkeyv1.WorkloadStatus{
-			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(name), PodName: valkeyv1.WorkloadName(name) + "-0", PodIP: f.server(name).Host,
+			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(name), PodName: valkeyv1.WorkloadName(name) + "-0", PodIP: podIP,
 		},
 	})).To(Succeed())
 }
@@ -88,6 +93,27 @@ var _ = Describe("Roll safety", func() {
 		c := rollApproved(ns, primary)
 		role := serverRole(f.server(primary).Addr(), getNode(ns, primary))
 		GinkgoWriter.Printf("approval of the not-ready primary: %s %q, its server's role: %s\n", c.Reason, c.Message, role)
+		Expect(role).To(Equal("slave"), "a primary that owns slots was approved without a failover")
+		Expect(c.Reason).To(Equal(valkeyv1.ReasonFailedOver))
+		Expect(readKeys(f, pw, 500)).To(Equal(500))
+	})
+
+	It("fails over a not-ready primary the controller cannot reach while the cluster still knows it owning slots", func() {
+		ns := newNamespace()
+		f, pw, primary, replica := formHeld(ns, "nra")
+		writeKeys(f, pw, 500)
+
+		By("reporting the primary's pod not ready at an address where nothing answers; its server runs on")
+		reportWorkload(f, ns, replica, true, false)
+		reportWorkloadAt(ns, primary, newPodIP(), false, true)
+		Eventually(func(g Gomega) {
+			c := rollApproved(ns, primary)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%+v", c)
+		}, 60*time.Second).Should(Succeed())
+		c := rollApproved(ns, primary)
+		role := serverRole(f.server(primary).Addr(), getNode(ns, primary))
+		GinkgoWriter.Printf("approval of the unreachable not-ready primary: %s %q, its server's role: %s\n", c.Reason, c.Message, role)
 		Expect(role).To(Equal("slave"), "a primary that owns slots was approved without a failover")
 		Expect(c.Reason).To(Equal(valkeyv1.ReasonFailedOver))
 		Expect(readKeys(f, pw, 500)).To(Equal(500))
