@@ -28,6 +28,8 @@ type clusterFacts struct {
 	// stalled describes the slots whose keys could not move ("" when none).
 	stalled  string
 	progress []string
+	// failoversStalled describes the failovers waiting out a backoff.
+	failoversStalled []string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -117,10 +119,12 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 // progressing is the Progressing condition: the work under way, by its kind.
 func progressing(f clusterFacts, desired int) metav1.Condition {
 	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
-	msg := strings.Join(f.progress, "; ")
+	msg := strings.Join(append(append([]string(nil), f.failoversStalled...), f.progress...), "; ")
 	switch {
 	case f.stalled != "":
 		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
+	case len(f.failoversStalled) > 0:
+		on, reason = true, valkeyv1.ReasonFailoverBackoff
 	case f.migrating:
 		reason = valkeyv1.ReasonMigratingSlots
 	case len(f.nodes) != desired:

@@ -15,11 +15,8 @@ func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) 
 		if !m.deleting() || !m.self.primary() || m.self.slotCount() == 0 {
 			continue
 		}
-		if len(syncedReplicas(st, m)) > 0 {
-			if err := r.failover(ctx, st, m, "node deleted"); err != nil {
-				return true, err
-			}
-			st.wait("draining "+m.node.Name, short)
+		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.cluster.UID, m.node.Name}).running() {
+			r.failover(ctx, st, m, "node deleted")
 			return true, nil
 		}
 	}

@@ -183,7 +183,9 @@ func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyClus
 	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
 	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned} {
 		if c := status.Get(vc.Status.Conditions, t); c != nil {
-			st.Conditions = append(st.Conditions, *c)
+			kept := *c
+			kept.ObservedGeneration = 0 // written for the current generation, as before
+			st.Conditions = append(st.Conditions, kept)
 		}
 	}
 	if err := r.Status.ApplyCluster(ctx, vc, st); err != nil {

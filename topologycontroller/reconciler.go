@@ -28,6 +28,8 @@ type Reconciler struct {
 	Status    status.Applier
 
 	stalls stallBook
+	// failovers are the failovers under way or backing off (see failover).
+	failovers *failoverTries
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -75,6 +77,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		return r.reportPassword(ctx, vc, pe)
 	}
 	computeJoined(st)
+	r.settleFailovers(st)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
 		st.progress = append(st.progress, "retrying: "+err.Error())

@@ -25,6 +25,7 @@ type clusterState struct {
 	primary map[int32]*member            // shard → its reachable primary
 	out     map[string]*nodeStatus       // by node name: the status to apply
 	roll    map[string]*metav1.Condition // RollApproved decided this round
+	probed  map[string]*member           // by node name: servers of not-ready pods dialed for a roll
 
 	progress  []string
 	migrating bool

@@ -77,7 +77,8 @@ const (
 	// known node ID and role; status.topology carries them.
 	ConditionClusterJoined = "ClusterJoined"
 	// ConditionRollApproved is True when it is safe to restart this node now for the
-	// generation in its observedGeneration.
+	// generation in its observedGeneration and the role its reason names (Approved and
+	// FailedOver: owns no slots; ApprovedWithoutReplica: a primary that owns slots).
 	ConditionRollApproved = "RollApproved"
 	// ConditionDrained is set while the node is being deleted: True once it owns no slots
 	// (or needs no drain), False while slots move off it.
@@ -99,6 +100,14 @@ const (
 	ReasonWaitingForTurn    = "WaitingForTurn"
 	ReasonFailingOver       = "FailingOver"
 	ReasonNotRequested      = "NotRequested"
+	// ReasonApprovalWithdrawn (RollApproved=False): an approval given for an earlier
+	// generation, or for a role the node no longer has, no longer holds; the roll is decided
+	// again.
+	ReasonApprovalWithdrawn = "ApprovalWithdrawn"
+	// ReasonFailoverBackoff: a failover did not complete (the replica did not take over in
+	// time, or refused); the next try waits for a delay that doubles with each failure
+	// (RollApproved=False on the node; Progressing=True on the ValkeyCluster).
+	ReasonFailoverBackoff = "FailoverBackoff"
 
 	ReasonNoSlots         = "NoSlots"
 	ReasonNeverJoined     = "NeverJoined"
@@ -116,8 +125,8 @@ const (
 	// cluster_state ok (reason Ready; NotReady otherwise).
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while the topology controller has work under way
-	// (reasons Forming, MigratingSlots, MigrationStalled, Scaling, Rolling; Settled when
-	// False).
+	// (reasons Forming, MigratingSlots, MigrationStalled, Scaling, Rolling, FailoverBackoff;
+	// Settled when False).
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
 	// ClusterStateFail, PrimaryRollingWithoutReplica; Healthy when False).

@@ -41,6 +41,16 @@ const (
 	EventKeysNotFlushed = "KeysNotFlushed"
 )
 
+// Event reasons of the topology controller about failovers and roll approvals.
+const (
+	// EventFailoverStalled (Warning): a failover did not complete; it is tried again after a
+	// backoff (condition reason FailoverBackoff).
+	EventFailoverStalled = "FailoverStalled"
+	// EventRollApprovalWithdrawn (Normal): a roll approval given for an earlier generation, or
+	// for a role the node no longer has, was withdrawn; the roll is decided again.
+	EventRollApprovalWithdrawn = "RollApprovalWithdrawn"
+)
+
 // Event reasons of the workload controller. It also records EventDrainSkipped (Warning)
 // when valkey.io/skip-drain lets the workload of a node being deleted go before
 // Drained=True.
