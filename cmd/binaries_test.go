@@ -20,6 +20,10 @@ import (
 
 var binaries = []string{"volume-controller", "workload-controller", "topology-controller"}
 
+// ownArgs are the settings a binary needs outside a pod: the workload controller learns the
+// image holding valkey-start from its own pod, or from --start-image.
+var ownArgs = map[string][]string{"workload-controller": {"--start-image=valkey.local/workload-controller:dev"}}
+
 // buildAll builds the binaries into dir in one go command (one compile of what they share).
 func buildAll(t *testing.T, dir string) {
 	t.Helper()
@@ -34,12 +38,15 @@ func buildAll(t *testing.T, dir string) {
 	}
 }
 
-func TestBinaries(t *testing.T) {
+// apiServer starts an API server for the test and returns a temporary folder holding an
+// admin kubeconfig for it, and that kubeconfig's path.
+func apiServer(t *testing.T) (dir, kubeconfigPath string) {
+	t.Helper()
 	env, err := envtest.Start()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer func() { _ = env.Stop() }()
+	t.Cleanup(func() { _ = env.Stop() })
 	user, err := env.AddUser(ctrlenvtest.User{Name: "operator", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -48,11 +55,16 @@ func TestBinaries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	kubeconfigPath := filepath.Join(dir, "kubeconfig")
+	dir = t.TempDir()
+	kubeconfigPath = filepath.Join(dir, "kubeconfig")
 	if err := os.WriteFile(kubeconfigPath, kubeconfig, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	return dir, kubeconfigPath
+}
+
+func TestBinaries(t *testing.T) {
+	dir, kubeconfigPath := apiServer(t)
 
 	buildAll(t, dir)
 	for _, name := range binaries {
@@ -74,8 +86,8 @@ func TestBinaries(t *testing.T) {
 			health := freeAddr(t)
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
-			cmd := exec.CommandContext(ctx, bin, "--kubeconfig="+kubeconfigPath, "--metrics-bind-address=0",
-				"--leader-election-namespace=default")
+			cmd := exec.CommandContext(ctx, bin, append([]string{"--kubeconfig=" + kubeconfigPath, "--metrics-bind-address=0",
+				"--leader-election-namespace=default"}, ownArgs[name]...)...)
 			// Settings from the environment work as well as flags.
 			cmd.Env = append(os.Environ(), "VALKEY_OPERATOR_HEALTH_PROBE_BIND_ADDRESS="+health)
 			logs := &strings.Builder{}
@@ -119,4 +131,21 @@ func waitOK(url string, timeout time.Duration) error {
 		time.Sleep(200 * time.Millisecond)
 	}
 	return fmt.Errorf("not OK within %s: %w", timeout, last)
+}
+
+// TestWorkloadControllerNeedsStartImage runs the workload controller outside a pod without
+// --start-image: it must stop at once and say what to set.
+func TestWorkloadControllerNeedsStartImage(t *testing.T) {
+	dir, kubeconfigPath := apiServer(t)
+	bin := filepath.Join(dir, "workload-controller")
+	if out, err := exec.Command("go", "build", "-o", bin, "./workload-controller").CombinedOutput(); err != nil {
+		t.Fatalf("build: %v\n%s", err, out)
+	}
+	cmd := exec.Command(bin, "--kubeconfig="+kubeconfigPath, "--metrics-bind-address=0", "--health-probe-bind-address=0",
+		"--leader-elect=false")
+	cmd.Env = append(os.Environ(), "POD_NAME=", "POD_NAMESPACE=")
+	out, err := cmd.CombinedOutput()
+	if err == nil || !strings.Contains(string(out), "--start-image") {
+		t.Fatalf("want a failure naming --start-image, got %v:\n%s", err, out)
+	}
 }

@@ -134,7 +134,7 @@ func targetNames(st *clusterState, moves []SlotMove) string {
 // ownMoves keeps the slots of moves that src, by its own word this round, still owns as a
 // primary.
 func ownMoves(src *member, moves []SlotMove) []SlotMove {
-	if !src.self.primary() {
+	if !src.self.Primary() {
 		return nil
 	}
 	var out []SlotMove

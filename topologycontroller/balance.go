@@ -103,7 +103,7 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 	lost := lostOwners(st)
 	owned, orphan = map[string][]int{}, map[int]string{}
 	for id, n := range st.view {
-		if !n.primary() || n.slotCount() == 0 {
+		if !n.Primary() || n.SlotCount() == 0 {
 			continue
 		}
 		if lost[id] {
@@ -274,7 +274,7 @@ func lostOwners(st *clusterState) map[string]bool {
 	liveFollower := liveFollowers(st)
 	out := map[string]bool{}
 	for id, n := range st.view {
-		if n.primary() && n.slotCount() > 0 && n.failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
+		if n.Primary() && n.SlotCount() > 0 && n.Failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
 			out[id] = true
 		}
 	}
@@ -286,7 +286,7 @@ func lostOwners(st *clusterState) map[string]bool {
 func liveFollowers(st *clusterState) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range st.view {
-		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
+		if n.PrimaryID != "" && !n.Failed() && !n.Flags["fail?"] {
 			out[n.PrimaryID] = true
 		}
 	}

@@ -62,7 +62,7 @@ func factsOf(st *clusterState) clusterFacts {
 		})
 	}
 	for s := int32(0); s < vc.Spec.Shards; s++ {
-		if p := st.primary[s]; p != nil && p.self.slotCount() > 0 && st.joined(p.node) {
+		if p := st.primary[s]; p != nil && p.self.SlotCount() > 0 && st.joined(p.node) {
 			f.serving[s] = true
 		}
 	}
@@ -72,8 +72,8 @@ func factsOf(st *clusterState) clusterFacts {
 		}
 	}
 	for id, n := range st.view {
-		if n.primary() && n.slotCount() > 0 && st.byID[id] == nil {
-			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.slotCount()))
+		if n.Primary() && n.SlotCount() > 0 && st.byID[id] == nil {
+			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.SlotCount()))
 		}
 	}
 	return f
@@ -185,8 +185,8 @@ func slotsAssigned(slots int) metav1.Condition {
 func assignedSlots(st *clusterState) int {
 	total := 0
 	for _, n := range st.view {
-		if n.primary() {
-			total += n.slotCount()
+		if n.Primary() {
+			total += n.SlotCount()
 		}
 	}
 	return total

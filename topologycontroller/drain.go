@@ -12,7 +12,7 @@ import (
 // (it is no slot target any more).
 func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) {
 	for _, m := range st.sortedMembers() {
-		if !m.deleting() || !m.self.primary() || m.self.slotCount() == 0 {
+		if !m.deleting() || !m.self.Primary() || m.self.SlotCount() == 0 {
 			continue
 		}
 		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.cluster.UID, m.node.Name}).running() {
@@ -26,10 +26,10 @@ func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) 
 // drainedStatus decides Drained for a node being deleted.
 func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, string) {
 	if m := st.members[n.Name]; m.reachable() {
-		if c := m.self.slotCount(); c > 0 && m.self.primary() {
+		if c := m.self.SlotCount(); c > 0 && m.self.Primary() {
 			return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots; moving them off", c)
 		}
-		if id := m.self.PrimaryID; !m.self.primary() && id != "" && st.byID[id] == nil {
+		if id := m.self.PrimaryID; !m.self.Primary() && id != "" && st.byID[id] == nil {
 			return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("its primary %s is down: this replica may hold the only copy of the shard's keys, "+
 				"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(id), valkeyv1.AnnotationSkipDrain)
 		}
@@ -45,8 +45,8 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 	if id == "" {
 		return true, valkeyv1.ReasonNeverJoined, "never joined the cluster"
 	}
-	if v := st.view[id]; v != nil && v.primary() && v.slotCount() > 0 {
-		return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots and is unreachable: they cannot move until it is back (annotation %s skips the drain; its slots become unavailable)", v.slotCount(), valkeyv1.AnnotationSkipDrain)
+	if v := st.view[id]; v != nil && v.Primary() && v.SlotCount() > 0 {
+		return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots and is unreachable: they cannot move until it is back (annotation %s skips the drain; its slots become unavailable)", v.SlotCount(), valkeyv1.AnnotationSkipDrain)
 	}
 	if st.seed == nil {
 		return false, valkeyv1.ReasonMigratingSlots, "no node of the cluster is reachable to check its slots"

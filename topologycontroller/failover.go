@@ -18,7 +18,7 @@ func syncedReplicas(st *clusterState, p *member) []*member {
 		if m == p || m.deleting() || m.node.Spec.Shard != p.node.Spec.Shard {
 			continue
 		}
-		if !m.self.primary() && m.self.PrimaryID == p.id() && m.linkUp() {
+		if !m.self.Primary() && m.self.PrimaryID == p.id() && m.linkUp() {
 			out = append(out, m)
 		}
 	}

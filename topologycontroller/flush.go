@@ -108,7 +108,7 @@ func describeShortSlot(st *clusterState, slot int, mine, theirs int64, id string
 func slotOwnerIDs(st *clusterState) map[int]string {
 	out := make(map[int]string, TotalSlots)
 	for id, n := range st.view {
-		if !n.primary() {
+		if !n.Primary() {
 			continue
 		}
 		for _, slot := range expandSlots(n.Slots) {

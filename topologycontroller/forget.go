@@ -27,10 +27,10 @@ func forgettable(st *clusterState, reachable func(addr string) bool) []string {
 	}
 	var out []string
 	for id, n := range st.view {
-		if n.myself() || reported[id] || st.byID[id] != nil || n.slotCount() > 0 || followed[id] {
+		if n.Myself() || reported[id] || st.byID[id] != nil || n.SlotCount() > 0 || followed[id] {
 			continue
 		}
-		if !n.failed() && n.Addr != "" && reachable(n.Addr) {
+		if !n.Failed() && n.Addr != "" && reachable(n.Addr) {
 			continue
 		}
 		out = append(out, id)

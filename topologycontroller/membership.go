@@ -95,7 +95,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		if p == nil || p == m || !wanted(st.cluster, m.node.Spec.Shard, m.node.Spec.ReplicaIndex) {
 			continue
 		}
-		if !m.self.primary() && m.self.PrimaryID == p.id() {
+		if !m.self.Primary() && m.self.PrimaryID == p.id() {
 			// Following the right ID, but the replication link may still point at the
 			// primary's old address (a primary that came back at a new IP with its
 			// nodes.conf): REPLICATE again re-points it.
@@ -103,10 +103,10 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 				continue
 			}
 		}
-		if m.self.primary() && m.self.slotCount() > 0 {
+		if m.self.Primary() && m.self.SlotCount() > 0 {
 			continue // a primary with slots is never demoted here; rolls and drains fail over
 		}
-		if m.self.primary() {
+		if m.self.Primary() {
 			flushed, err := r.flushIfHeldElsewhere(ctx, st, m)
 			if err != nil {
 				return acted, err

@@ -69,7 +69,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 		return 0, err
 	}
 	for _, m := range st.sortedMembers() {
-		if m == src || m == dst || !m.self.primary() || !st.inCluster(m) {
+		if m == src || m == dst || !m.self.Primary() || !st.inCluster(m) {
 			continue
 		}
 		_, _ = st.cs.multi(ctx, m.addr, setslot(give, "NODE", dst.id()))
@@ -142,7 +142,7 @@ func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[in
 // viewOwner is the ID of the primary that owns slot in the seed's view ("" if none).
 func viewOwner(st *clusterState, slot int) string {
 	for id, n := range st.view {
-		if n.primary() && ownsSlot(n, slot) {
+		if n.Primary() && ownsSlot(n, slot) {
 			return id
 		}
 	}

@@ -29,7 +29,7 @@ func (r *Reconciler) observe(ctx context.Context, vc *valkeyv1.ValkeyCluster, no
 	if st.seed != nil {
 		for i := range st.seed.view {
 			n := &st.seed.view[i]
-			if !n.handshake() {
+			if !n.Handshake() {
 				st.view[n.ID] = n
 			}
 		}
@@ -49,7 +49,7 @@ func observeMember(ctx context.Context, cs *conns, m *member) error {
 		return err
 	}
 	for i := range m.view {
-		if m.view[i].myself() {
+		if m.view[i].Myself() {
 			m.self = &m.view[i]
 		}
 	}
@@ -78,8 +78,8 @@ func seedScore(m *member) [3]int {
 	}
 	slots := 0
 	for i := range m.view {
-		if !m.view[i].handshake() {
-			slots += m.view[i].slotCount()
+		if !m.view[i].Handshake() {
+			slots += m.view[i].SlotCount()
 		}
 	}
 	return [3]int{alive, len(m.view), slots}
@@ -138,7 +138,7 @@ func (st *clusterState) findPrimaries() {
 func primaryWithMostSlots(ms []*member) *member {
 	var best *member
 	for _, m := range ms {
-		if m.self.primary() && m.self.slotCount() > 0 && (best == nil || m.self.slotCount() > best.self.slotCount()) {
+		if m.self.Primary() && m.self.SlotCount() > 0 && (best == nil || m.self.SlotCount() > best.self.SlotCount()) {
 			best = m
 		}
 	}
@@ -148,8 +148,8 @@ func primaryWithMostSlots(ms []*member) *member {
 // followedPrimary is the primary of the shard some member of it follows.
 func (st *clusterState) followedPrimary(shard int32, ms []*member) *member {
 	for _, m := range ms {
-		if !m.self.primary() && m.self.PrimaryID != "" {
-			if p := st.byID[m.self.PrimaryID]; p != nil && p.node.Spec.Shard == shard && p.self.primary() {
+		if !m.self.Primary() && m.self.PrimaryID != "" {
+			if p := st.byID[m.self.PrimaryID]; p != nil && p.node.Spec.Shard == shard && p.self.Primary() {
 				return p
 			}
 		}
@@ -161,7 +161,7 @@ func (st *clusterState) followedPrimary(shard int32, ms []*member) *member {
 // unless some member still follows a primary that is gone (then Valkey decides, not us).
 func emptyShardPrimary(ms []*member) *member {
 	for _, m := range ms {
-		if !m.self.primary() {
+		if !m.self.Primary() {
 			return nil
 		}
 	}

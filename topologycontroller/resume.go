@@ -28,7 +28,7 @@ func openMigrations(st *clusterState) []openMigration {
 	var out []openMigration
 	var primaries []*member
 	for _, m := range st.sortedMembers() {
-		if m.self.primary() {
+		if m.self.Primary() {
 			primaries = append(primaries, m)
 		}
 	}
@@ -113,7 +113,7 @@ func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePl
 		}
 		dst := successor(st, o.to)
 		src := st.byID[viewOwner(st, o.slot)]
-		if src == nil || src == dst || !src.self.primary() {
+		if src == nil || src == dst || !src.self.Primary() {
 			src = successor(st, o.from)
 		}
 		switch {
@@ -137,7 +137,7 @@ func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePl
 // the new primary by themselves; Redis 7 leaves the old ID.
 func successor(st *clusterState, id string) *member {
 	m := st.byID[id]
-	if m != nil && !m.self.primary() && m.self.PrimaryID != "" {
+	if m != nil && !m.self.Primary() && m.self.PrimaryID != "" {
 		return st.byID[m.self.PrimaryID]
 	}
 	return m
@@ -187,7 +187,7 @@ func (r *Reconciler) settle(ctx context.Context, st *clusterState, o openMigrati
 // number.
 func otherHolder(ctx context.Context, st *clusterState, slot int, m *member) (*member, int64, error) {
 	for _, o := range st.sortedMembers() {
-		if o == m || !o.self.primary() || !st.inCluster(o) {
+		if o == m || !o.self.Primary() || !st.inCluster(o) {
 			continue
 		}
 		counts, err := countKeys(ctx, st.cs, o.addr, []int{slot})
@@ -211,7 +211,7 @@ func giveSlot(ctx context.Context, st *clusterState, slot int, m *member) error 
 		return err
 	}
 	for _, o := range st.sortedMembers() {
-		if o != m && o.self.primary() && st.inCluster(o) {
+		if o != m && o.self.Primary() && st.inCluster(o) {
 			_, _ = st.cs.multi(ctx, o.addr, setslot([]int{slot}, "NODE", m.id()))
 		}
 	}

@@ -79,7 +79,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 		return false, "slots are moving"
 	}
 	for id, v := range st.view {
-		if v.primary() && v.slotCount() > 0 && st.byID[id] == nil && id != skipID {
+		if v.Primary() && v.SlotCount() > 0 && st.byID[id] == nil && id != skipID {
 			return false, "node " + short8(id) + " owns slots and is unreachable"
 		}
 	}
@@ -237,12 +237,12 @@ func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg s
 	switch {
 	case !known:
 		return valkeyv1.ReasonApproved, "pod not ready, and neither its server nor any member of the cluster answers"
-	case (line == nil || !line.primary() || line.slotCount() == 0) && failingOver(n):
+	case (line == nil || !line.Primary() || line.SlotCount() == 0) && failingOver(n):
 		return valkeyv1.ReasonFailedOver, "pod not ready; failed over to a replica: safe to restart"
-	case line == nil || !line.primary() || line.slotCount() == 0:
+	case line == nil || !line.Primary() || line.SlotCount() == 0:
 		return valkeyv1.ReasonApproved, "pod not ready and not a primary that owns slots: it serves nothing"
-	case line.failed() && len(syncedReplicas(st, st.rollMember(n))) == 0:
-		return valkeyv1.ReasonApprovedNoReplica, fmt.Sprintf("pod not ready; the cluster flags it failed and no replica in sync can take over: its %d slots are unavailable until it is back", line.slotCount())
+	case line.Failed() && len(syncedReplicas(st, st.rollMember(n))) == 0:
+		return valkeyv1.ReasonApprovedNoReplica, fmt.Sprintf("pod not ready; the cluster flags it failed and no replica in sync can take over: its %d slots are unavailable until it is back", line.SlotCount())
 	}
 	return "", ""
 }
@@ -298,7 +298,7 @@ func replicaWaitingForVolume(st *clusterState) *valkeyv1.ValkeyNode {
 		c := status.Get(o.Status.Conditions, valkeyv1.ConditionRollPending)
 		m := st.members[o.Name]
 		if o.DeletionTimestamp.IsZero() && c != nil && c.Reason == valkeyv1.ReasonWaitingForVolume &&
-			!(m.reachable() && m.self.primary()) {
+			!(m.reachable() && m.self.Primary()) {
 			return o
 		}
 	}
@@ -322,7 +322,7 @@ func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1
 		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
 	case len(syncedReplicas(st, m)) == 0 && !t.running():
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.slotCount())
+		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.SlotCount())
 	default:
 		if stalled, _ := r.failoverStalled(st, n.Name); !t.running() && !stalled {
 			// Tell the world first, then start the failover; a later round approves.

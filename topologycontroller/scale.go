@@ -30,7 +30,7 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 	for i := len(extra) - 1; i >= 0; i-- {
 		n := extra[i]
 		removedShard := n.Spec.Shard >= st.cluster.Spec.Shards
-		if m := st.members[n.Name]; m.reachable() && m.self.primary() && m.self.slotCount() > 0 {
+		if m := st.members[n.Name]; m.reachable() && m.self.Primary() && m.self.SlotCount() > 0 {
 			if removedShard || len(syncedReplicas(st, m)) == 0 {
 				continue // balanceSlots moves a removed shard's slots away first
 			}
@@ -73,7 +73,7 @@ func liveShardSizes(st *clusterState) map[int32]int {
 // isReplica tells whether n is not a primary (or cannot be reached to tell).
 func isReplica(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 	m := st.members[n.Name]
-	return !m.reachable() || !m.self.primary()
+	return !m.reachable() || !m.self.Primary()
 }
 
 // deletable tells whether n may be removed: it owns no slots (as it says, or as the seed
@@ -82,9 +82,9 @@ func deletable(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 	m := st.members[n.Name]
 	if !m.reachable() {
 		v := st.view[recordedID(n)]
-		return v == nil || v.slotCount() == 0
+		return v == nil || v.SlotCount() == 0
 	}
-	if m.self.slotCount() > 0 {
+	if m.self.SlotCount() > 0 {
 		return false
 	}
 	for _, o := range st.sortedMembers() {

@@ -48,8 +48,8 @@ func (st *clusterState) servedBy(n *valkeyv1.ValkeyNode) (line *clusterNode, sel
 		known = true
 		for i := range m.view {
 			v := &m.view[i]
-			if (id != "" && v.ID == id) || (addr != "" && v.Addr == addr && !v.handshake()) {
-				if line == nil || (v.primary() && v.slotCount() > 0) {
+			if (id != "" && v.ID == id) || (addr != "" && v.Addr == addr && !v.Handshake()) {
+				if line == nil || (v.Primary() && v.SlotCount() > 0) {
 					line = v
 				}
 			}
@@ -62,7 +62,7 @@ func (st *clusterState) servedBy(n *valkeyv1.ValkeyNode) (line *clusterNode, sel
 // when neither n's server nor any member of its cluster answers.
 func (st *clusterState) servesSlots(n *valkeyv1.ValkeyNode) (serves, known bool) {
 	line, _, known := st.servedBy(n)
-	return line != nil && line.primary() && line.slotCount() > 0, known
+	return line != nil && line.Primary() && line.SlotCount() > 0, known
 }
 
 // rollMember is n as a roll candidate: its member, the server probed at its pod IP, or,

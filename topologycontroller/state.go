@@ -88,7 +88,7 @@ func (m *member) knows(id, addr string) bool {
 	for i := range m.view {
 		n := &m.view[i]
 		if n.ID == id {
-			return n.Addr == addr && !n.handshake() && !n.failed() && !n.Flags["fail?"]
+			return n.Addr == addr && !n.Handshake() && !n.Failed() && !n.Flags["fail?"]
 		}
 	}
 	return false

@@ -32,8 +32,8 @@ func computeJoined(st *clusterState) {
 
 // topologyOf is status.topology of a reachable member.
 func topologyOf(m *member) *valkeyv1.TopologyStatus {
-	if m.self.primary() {
-		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: int32(m.self.slotCount())}
+	if m.self.Primary() {
+		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: int32(m.self.SlotCount())}
 	}
 	return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RoleReplica, PrimaryID: m.self.PrimaryID}
 }
@@ -44,9 +44,9 @@ func (st *clusterState) memberJoined(m *member) metav1.Condition {
 	switch {
 	case !st.inCluster(m):
 		return joinedCondition(false, valkeyv1.ReasonMeeting, "meeting the cluster at "+m.addr)
-	case m.self.primary() && (m.self.slotCount() > 0 || p == nil || p == m):
+	case m.self.Primary() && (m.self.SlotCount() > 0 || p == nil || p == m):
 		return joinedCondition(true, valkeyv1.ReasonJoined, "primary")
-	case m.self.primary():
+	case m.self.Primary():
 		return joinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.node.Name)
 	case m.linkUp():
 		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+short8(m.self.PrimaryID))

@@ -1,7 +1,6 @@
 package topologycontroller
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"net"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"valkey.io/operator/internal/clusternodes"
 )
 
 // TotalSlots is the number of hash slots of a Valkey cluster.
@@ -130,124 +131,16 @@ func redactArgs(args []string) []string {
 }
 
 // slotRange is an inclusive range of hash slots.
-type slotRange struct{ Start, End int }
+type slotRange = clusternodes.SlotRange
 
 // clusterNode is one line of CLUSTER NODES.
-type clusterNode struct {
-	ID        string
-	Addr      string // ip:port, empty when unknown (noaddr)
-	Flags     map[string]bool
-	PrimaryID string // "" for a primary
-	Epoch     int64
-	Connected bool
-	Slots     []slotRange
-	// Migrating and Importing are only reported on the node's own (myself) line:
-	// slot → the node ID the slot moves to (migrating) or comes from (importing).
-	Migrating map[int]string
-	Importing map[int]string
-}
-
-func (n *clusterNode) myself() bool  { return n.Flags["myself"] }
-func (n *clusterNode) primary() bool { return n.Flags["master"] }
-func (n *clusterNode) failed() bool {
-	return n.Flags["fail"] || n.Flags["noaddr"]
-}
-func (n *clusterNode) handshake() bool { return n.Flags["handshake"] }
-
-// slotCount is the number of slots the node owns.
-func (n *clusterNode) slotCount() int {
-	total := 0
-	for _, r := range n.Slots {
-		total += r.End - r.Start + 1
-	}
-	return total
-}
+type clusterNode = clusternodes.Node
 
 // parseClusterNodes parses the output of CLUSTER NODES.
-func parseClusterNodes(out string) ([]clusterNode, error) {
-	var nodes []clusterNode
-	sc := bufio.NewScanner(strings.NewReader(out))
-	sc.Buffer(make([]byte, 0, 64*1024), 16*1024*1024)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" {
-			continue
-		}
-		f := strings.Fields(line)
-		if len(f) < 8 {
-			return nil, fmt.Errorf("malformed CLUSTER NODES line %q", line)
-		}
-		n := clusterNode{ID: f[0], Flags: map[string]bool{}, Connected: f[7] == "connected"}
-		addr := f[1]
-		if i := strings.IndexAny(addr, "@,"); i >= 0 {
-			addr = addr[:i]
-		}
-		if host, _, err := net.SplitHostPort(addr); err == nil && host != "" {
-			n.Addr = addr
-		}
-		for _, fl := range strings.Split(f[2], ",") {
-			n.Flags[fl] = true
-		}
-		if f[3] != "-" {
-			n.PrimaryID = f[3]
-		}
-		n.Epoch, _ = strconv.ParseInt(f[6], 10, 64)
-		for _, s := range f[8:] {
-			if strings.HasPrefix(s, "[") {
-				s = strings.Trim(s, "[]")
-				if i := strings.Index(s, "->-"); i > 0 {
-					slot, err := strconv.Atoi(s[:i])
-					if err != nil {
-						return nil, fmt.Errorf("slot state %q: %w", s, err)
-					}
-					if n.Migrating == nil {
-						n.Migrating = map[int]string{}
-					}
-					n.Migrating[slot] = s[i+3:]
-				} else if i := strings.Index(s, "-<-"); i > 0 {
-					slot, err := strconv.Atoi(s[:i])
-					if err != nil {
-						return nil, fmt.Errorf("slot state %q: %w", s, err)
-					}
-					if n.Importing == nil {
-						n.Importing = map[int]string{}
-					}
-					n.Importing[slot] = s[i+3:]
-				}
-				continue
-			}
-			a, b, isRange := strings.Cut(s, "-")
-			start, err := strconv.Atoi(a)
-			if err != nil {
-				return nil, fmt.Errorf("slot %q: %w", s, err)
-			}
-			end := start
-			if isRange {
-				if end, err = strconv.Atoi(b); err != nil {
-					return nil, fmt.Errorf("slot %q: %w", s, err)
-				}
-			}
-			n.Slots = append(n.Slots, slotRange{start, end})
-		}
-		nodes = append(nodes, n)
-	}
-	return nodes, sc.Err()
-}
+func parseClusterNodes(out string) ([]clusterNode, error) { return clusternodes.Parse(out) }
 
 // parseInfo parses INFO output into key → value.
-func parseInfo(out string) map[string]string {
-	m := map[string]string{}
-	for _, line := range strings.Split(out, "\n") {
-		line = strings.TrimSpace(line)
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		if k, v, ok := strings.Cut(line, ":"); ok {
-			m[k] = v
-		}
-	}
-	return m
-}
+func parseInfo(out string) map[string]string { return clusternodes.ParseInfo(out) }
 
 // expandSlots lists every slot of ranges.
 func expandSlots(rs []slotRange) []int {
@@ -272,7 +165,7 @@ func compactSlots(slots []int) []slotRange {
 		} else if n > 0 && out[n-1].End == v {
 			continue
 		}
-		out = append(out, slotRange{v, v})
+		out = append(out, slotRange{Start: v, End: v})
 	}
 	return out
 }
