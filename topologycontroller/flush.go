@@ -3,7 +3,6 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -55,7 +54,7 @@ func (r *Reconciler) keepKeys(st *clusterState, m *member, keys int64, missing s
 // in the seed's view. It describes the slots whose owner holds fewer keys, is unknown or
 // cannot be asked; "" when there are none.
 func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string, error) {
-	mine, err := countKeysInSlots(ctx, st.cs, m.addr, allSlots())
+	mine, err := countKeys(ctx, st.cs, m.addr, allSlots())
 	if err != nil {
 		return "", err
 	}
@@ -67,7 +66,7 @@ func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string,
 	theirs := map[int]int64{}
 	for id, slots := range bySlotOwner {
 		if o := st.byID[id]; o != nil && id != m.id() {
-			counts, err := countKeysInSlots(ctx, st.cs, o.addr, slots)
+			counts, err := countKeys(ctx, st.cs, o.addr, slots)
 			if err != nil {
 				return "", err
 			}
@@ -124,29 +123,6 @@ func allSlots() []int {
 		out[i] = i
 	}
 	return out
-}
-
-// countKeysInSlots is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined.
-func countKeysInSlots(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
-	cmds := make([][]string, len(slots))
-	for i, slot := range slots {
-		cmds[i] = []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)}
-	}
-	res, err := cs.multi(ctx, addr, cmds)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]int64, len(slots))
-	for i, r := range res {
-		n, err := r.AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT on %s: %w", addr, err)
-		}
-		if n > 0 {
-			out[slots[i]] = n
-		}
-	}
-	return out, nil
 }
 
 // dbSize is the number of keys of the server at addr.

@@ -58,12 +58,7 @@ var _ = Describe("A fresh node alone while its peers are down", func() {
 
 	It("gets no slots of its own, and joins as a replica once the primary is back", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, "c", 1, 1)
-		pw := clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "c", 1, 1)
 		writeKeys(f, pw, 500)
 		primary, replica := valkeyv1.NodeName("c", 0, 0), valkeyv1.NodeName("c", 0, 1)
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))

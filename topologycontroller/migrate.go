@@ -118,27 +118,6 @@ func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *membe
 	return give, nil
 }
 
-// countKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr.
-func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
-	cmds := make([][]string, 0, len(slots))
-	for _, slot := range slots {
-		cmds = append(cmds, []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)})
-	}
-	res, err := cs.multi(ctx, addr, cmds)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]int64, len(slots))
-	for i, r := range res {
-		n, err := r.AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
-		}
-		out[slots[i]] = n
-	}
-	return out, nil
-}
-
 // viewOwner is the ID of the primary that owns slot in the seed's view ("" if none).
 func viewOwner(st *clusterState, slot int) string {
 	for id, n := range st.view {

@@ -17,15 +17,13 @@ import (
 
 // keyByKey restarts the controller so that every slot moves key by key (the path of Redis 7
 // and Valkey before 9), and back to the suite's options when the spec ends.
-func keyByKey() {
+func keyByKey() { runWith(keyByKeyOptions()) }
+
+// keyByKeyOptions are the suite's options with every slot moved key by key.
+func keyByKeyOptions() topologycontroller.Options {
 	opts := testOptions
 	opts.MigrationMode = topologycontroller.MigrationKeys
-	mgr.stop()
-	mgr = startManager(opts)
-	DeferCleanup(func() {
-		mgr.stop()
-		mgr = startManager(testOptions)
-	})
+	return opts
 }
 
 // primaryOf is the node of the shard whose status says it is the primary.
@@ -133,13 +131,8 @@ var _ = Describe("Slot migrations on bad days", func() {
 
 	It("settles a slot left open toward a node that is gone, and goes on with the other phases", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
 		keyByKey()
-		newCluster(ns, "c", 3, 0)
-		pw := clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "c", 3, 0)
 		writeKeys(f, pw, 10000)
 
 		By("leaving a slot half migrated from shard 0 to shard 2, then shard 2 loses its data")
@@ -148,11 +141,7 @@ var _ = Describe("Slot migrations on bad days", func() {
 		openSlotHalfway(f, pw, src, gone)
 		lost := localKeys(f.server(gone).Addr(), pw)
 		f.restart([]string{gone}, true)
-		mgr = startManager(func() topologycontroller.Options {
-			o := testOptions
-			o.MigrationMode = topologycontroller.MigrationKeys
-			return o
-		}())
+		mgr = startManager(keyByKeyOptions())
 
 		By("the slot is made stable on the source, the lost node is forgotten and its slots handed out")
 		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 2*time.Minute).Should(Succeed())
@@ -162,13 +151,8 @@ var _ = Describe("Slot migrations on bad days", func() {
 
 	It("finishes a migration from the replica that took over the source, and gives the slot away only once it holds no keys", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
 		keyByKey()
-		newCluster(ns, "c", 2, 1)
-		pw := clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "c", 2, 1)
 		writeKeys(f, pw, 10000)
 
 		By("leaving a slot half migrated from shard 0 to shard 1")
@@ -187,11 +171,7 @@ var _ = Describe("Slot migrations on bad days", func() {
 		Eventually(func() string {
 			return serverRole(f.server(successor).Addr(), getNode(ns, successor))
 		}, 20*time.Second).Should(Equal("master"))
-		mgr = startManager(func() topologycontroller.Options {
-			o := testOptions
-			o.MigrationMode = topologycontroller.MigrationKeys
-			return o
-		}())
+		mgr = startManager(keyByKeyOptions())
 
 		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, 2*time.Minute).Should(Succeed())
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
@@ -200,12 +180,8 @@ var _ = Describe("Slot migrations on bad days", func() {
 
 	It("bounds each MIGRATE by bytes as well as keys", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
 		keyByKey()
-		newCluster(ns, "c", 1, 0)
-		pw := clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
+		f, pw := formCluster(ns, "c", 1, 0)
 		src := f.server(valkeyv1.NodeName("c", 0, 0)).Addr()
 
 		By("writing 6 slots with 8 values of 1 MiB each")
@@ -234,13 +210,8 @@ var _ = Describe("Slot migrations on bad days", func() {
 
 	It("reports a slot whose keys cannot move and retries it with backoff", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
 		keyByKey()
-		newCluster(ns, "c", 2, 0)
-		pw := clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 2, 0) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "c", 2, 0)
 		writeKeys(f, pw, 2000)
 
 		By("the remaining primary refusing every write (maxmemory) while shard 1 is removed")

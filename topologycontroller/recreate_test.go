@@ -76,11 +76,8 @@ var _ = Describe("Re-creation and drain", func() {
 
 	It("drains the nodes of a deleted cluster re-created under the same name, then creates the new nodes", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		old := newCluster(ns, "c", 1, 1)
-		clusterPassword(ns, "c")
-		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
+		f, _ := formCluster(ns, "c", 1, 1)
+		old := getCluster(ns, "c")
 		names := []string{valkeyv1.NodeName("c", 0, 0), valkeyv1.NodeName("c", 0, 1)}
 		oldUIDs := map[string]types.UID{}
 		for _, name := range names {
@@ -155,12 +152,7 @@ var _ = Describe("Re-creation and drain", func() {
 
 	It("never flushes a primary without slots whose keys the slots' owner does not hold", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, "k", 1, 1)
-		pw := clusterPassword(ns, "k")
-		Eventually(clusterReady(ns, "k"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "k", 1, 1)
 		writeKeys(f, pw, 1000)
 		primary, replica := valkeyv1.NodeName("k", 0, 0), valkeyv1.NodeName("k", 0, 1)
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
@@ -208,12 +200,7 @@ var _ = Describe("Re-creation and drain", func() {
 
 	It("does not report Drained=True for a replica whose primary is down", func() {
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, "d", 1, 1)
-		pw := clusterPassword(ns, "d")
-		Eventually(clusterReady(ns, "d"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "d", 1, 1)
 		writeKeys(f, pw, 500)
 		primary, replica := valkeyv1.NodeName("d", 0, 0), valkeyv1.NodeName("d", 0, 1)
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))

@@ -63,18 +63,28 @@ var _ = Describe("Roll safety", func() {
 	// formHeld forms a 1 × 1 cluster, then holds both nodes (the test plays their workload
 	// controller) and returns the primary's and the replica's names.
 	formHeld := func(ns, name string) (f *fakeWorkload, pw, primary, replica string) {
-		f = startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, name, 1, 1)
-		pw = clusterPassword(ns, name)
-		Eventually(clusterReady(ns, name), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		f, pw = formCluster(ns, name, 1, 1)
 		primary, replica = valkeyv1.NodeName(name, 0, 0), valkeyv1.NodeName(name, 0, 1)
 		if getNode(ns, primary).Status.Topology.Role != valkeyv1.RolePrimary {
 			primary, replica = replica, primary
 		}
 		f.hold(true, primary, replica)
 		return f, pw, primary, replica
+	}
+
+	// approvedAfterFailover waits until the primary's roll is approved and checks that it was
+	// failed over first: its server is a replica now. what names the primary in the log.
+	approvedAfterFailover := func(f *fakeWorkload, ns, primary, what string) {
+		EventuallyWithOffset(1, func(g Gomega) {
+			c := rollApproved(ns, primary)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%+v", c)
+		}, 60*time.Second).Should(Succeed())
+		c := rollApproved(ns, primary)
+		role := serverRole(f.server(primary).Addr(), getNode(ns, primary))
+		GinkgoWriter.Printf("approval of the %s: %s %q, its server's role: %s\n", what, c.Reason, c.Message, role)
+		ExpectWithOffset(1, role).To(Equal("slave"), "a primary that owns slots was approved without a failover")
+		ExpectWithOffset(1, c.Reason).To(Equal(valkeyv1.ReasonFailedOver))
 	}
 
 	It("fails a primary whose pod is not ready over before its roll, since it may still serve", func() {
@@ -85,16 +95,7 @@ var _ = Describe("Roll safety", func() {
 		By("reporting the primary's pod not ready (its server still serves) with a roll pending")
 		reportWorkload(f, ns, replica, true, false)
 		reportWorkload(f, ns, primary, false, true)
-		Eventually(func(g Gomega) {
-			c := rollApproved(ns, primary)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%+v", c)
-		}, 60*time.Second).Should(Succeed())
-		c := rollApproved(ns, primary)
-		role := serverRole(f.server(primary).Addr(), getNode(ns, primary))
-		GinkgoWriter.Printf("approval of the not-ready primary: %s %q, its server's role: %s\n", c.Reason, c.Message, role)
-		Expect(role).To(Equal("slave"), "a primary that owns slots was approved without a failover")
-		Expect(c.Reason).To(Equal(valkeyv1.ReasonFailedOver))
+		approvedAfterFailover(f, ns, primary, "not-ready primary")
 		Expect(readKeys(f, pw, 500)).To(Equal(500))
 	})
 
@@ -106,16 +107,7 @@ var _ = Describe("Roll safety", func() {
 		By("reporting the primary's pod not ready at an address where nothing answers; its server runs on")
 		reportWorkload(f, ns, replica, true, false)
 		reportWorkloadAt(ns, primary, newPodIP(), false, true)
-		Eventually(func(g Gomega) {
-			c := rollApproved(ns, primary)
-			g.Expect(c).NotTo(BeNil())
-			g.Expect(c.Status).To(Equal(metav1.ConditionTrue), "%+v", c)
-		}, 60*time.Second).Should(Succeed())
-		c := rollApproved(ns, primary)
-		role := serverRole(f.server(primary).Addr(), getNode(ns, primary))
-		GinkgoWriter.Printf("approval of the unreachable not-ready primary: %s %q, its server's role: %s\n", c.Reason, c.Message, role)
-		Expect(role).To(Equal("slave"), "a primary that owns slots was approved without a failover")
-		Expect(c.Reason).To(Equal(valkeyv1.ReasonFailedOver))
+		approvedAfterFailover(f, ns, primary, "unreachable not-ready primary")
 		Expect(readKeys(f, pw, 500)).To(Equal(500))
 	})
 
@@ -194,19 +186,9 @@ var _ = Describe("A failover that does not complete", func() {
 		opts.FailoverTimeout = 6 * time.Second
 		opts.FailoverBackoff = 4 * time.Second
 		opts.FailoverBackoffMax = time.Minute
-		mgr.stop()
-		mgr = startManager(opts)
-		DeferCleanup(func() {
-			mgr.stop()
-			mgr = startManager(testOptions)
-		})
+		runWith(opts)
 		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, "fo", 1, 1)
-		pw := clusterPassword(ns, "fo")
-		Eventually(clusterReady(ns, "fo"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 30*time.Second).Should(Succeed())
+		f, pw := formCluster(ns, "fo", 1, 1)
 		writeKeys(f, pw, 500)
 		primary, replica := valkeyv1.NodeName("fo", 0, 0), valkeyv1.NodeName("fo", 0, 1)
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))

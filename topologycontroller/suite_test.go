@@ -85,6 +85,16 @@ func (m *runningManager) stop() {
 	Eventually(m.done, 60*time.Second).Should(Receive())
 }
 
+// runWith restarts the controller with opts, and with the suite's options when the spec ends.
+func runWith(opts topologycontroller.Options) {
+	mgr.stop()
+	mgr = startManager(opts)
+	DeferCleanup(func() {
+		mgr.stop()
+		mgr = startManager(testOptions)
+	})
+}
+
 // newNamespace creates a fresh namespace for one spec (envtest never deletes namespaces).
 func newNamespace() string {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "topology-"}}

@@ -74,6 +74,18 @@ func clusterPassword(ns, name string) string {
 	return string(s.Data[valkeyv1.DefaultPasswordKey])
 }
 
+// formCluster starts a fake workload in ns, creates the cluster and waits until it is ready
+// and healthy. It returns the workload and the cluster's password.
+func formCluster(ns, name string, shards, replicas int32) (*fakeWorkload, string) {
+	f := startFakeWorkload(ns)
+	DeferCleanup(f.stop)
+	newCluster(ns, name, shards, replicas)
+	pw := clusterPassword(ns, name)
+	EventuallyWithOffset(1, clusterReady(ns, name), formTimeout).Should(Succeed())
+	EventuallyWithOffset(1, func() error { return checkHealthy(f, pw, int(shards), int(replicas)) }, 30*time.Second).Should(Succeed())
+	return f, pw
+}
+
 func listNodes(ns string) []valkeyv1.ValkeyNode {
 	var list valkeyv1.ValkeyNodeList
 	ExpectWithOffset(1, k8s.List(context.Background(), &list, client.InNamespace(ns))).To(Succeed())

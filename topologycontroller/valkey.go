@@ -119,6 +119,30 @@ func (c *conns) ok(ctx context.Context, addr string, args ...string) error {
 	return nil
 }
 
+// countKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined. Slots
+// without keys are left out.
+func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
+	cmds := make([][]string, len(slots))
+	for i, slot := range slots {
+		cmds[i] = []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)}
+	}
+	res, err := cs.multi(ctx, addr, cmds)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]int64, len(slots))
+	for i, r := range res {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
+		}
+		if n > 0 {
+			out[slots[i]] = n
+		}
+	}
+	return out, nil
+}
+
 // redactArgs hides the password of MIGRATE ... AUTH <password> in error messages.
 func redactArgs(args []string) []string {
 	out := append([]string(nil), args...)
