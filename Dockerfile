@@ -15,8 +15,11 @@ COPY volumecontroller/ volumecontroller/
 COPY workloadcontroller/ workloadcontroller/
 COPY topologycontroller/ topologycontroller/
 RUN test -n "$CONTROLLER" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/manager ./cmd/${CONTROLLER}-controller
+# valkey-start: the Valkey pods' entrypoint, copied from the workload controller's image.
+RUN CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o /out/valkey-start ./cmd/valkey-start
 
 FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/manager /usr/local/bin/manager
+COPY --from=build /out/valkey-start /usr/local/bin/valkey-start
 USER 65532:65532
 ENTRYPOINT ["/usr/local/bin/manager"]

@@ -31,9 +31,10 @@ help: ## List targets.
 ##@ Build
 
 .PHONY: build
-build: ## Build the three controller binaries into bin/.
+build: ## Build the three controller binaries and valkey-start (the Valkey pods' entrypoint) into bin/.
 	@mkdir -p $(LOCALBIN)
 	for c in $(CONTROLLERS); do CGO_ENABLED=0 go build -o $(LOCALBIN)/$$c-controller ./cmd/$$c-controller; done
+	CGO_ENABLED=0 go build -o $(LOCALBIN)/valkey-start ./cmd/valkey-start
 
 $(CONTROLLER_GEN):
 	@mkdir -p $(CACHE)/tools

@@ -99,7 +99,6 @@ type phase struct {
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	phases := []phase{
 		{"meet", r.meet},
-		{"hand over on shutdown", r.handOverOnShutdown},
 		{"resume migrations", r.resumeMigrations},
 		{"replicate", r.replicate},
 		{"forget", r.forget},

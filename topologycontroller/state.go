@@ -90,10 +90,6 @@ func (m *member) knows(id, addr string) bool {
 // of 9 or more (Valkey's redis_version is a fixed compatibility value).
 func (m *member) atomicMigration() bool { return m.valkeyMajor() >= 9 }
 
-// handsOverOnShutdown tells whether m's server can fail over to a replica when it is
-// stopped (shutdown-on-sigterm failover: Valkey 9.0 and later).
-func (m *member) handsOverOnShutdown() bool { return m.valkeyMajor() >= 9 }
-
 // valkeyMajor is the major version of m's Valkey server; 0 for Redis.
 func (m *member) valkeyMajor() int {
 	major, _, _ := strings.Cut(m.repl["valkey_version"], ".")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -26,10 +27,15 @@ const AnnotationRollFrom = "valkey.io/roll-from"
 
 // Volume and container names in the pod.
 const (
-	containerName    = "valkey"
-	dataVolume       = "data"
-	configVolume     = "config"
-	passwordEnv      = "VALKEY_PASSWORD"
+	containerName = "valkey"
+	dataVolume    = "data"
+	configVolume  = "config"
+	passwordEnv   = "VALKEY_PASSWORD"
+	startVolume   = "valkey-start"
+	startDir      = "/opt/valkey-operator"
+	startBinary   = startDir + "/valkey-start"
+	// StartImagePath is where valkey-start lives in the image of Options.StartImage.
+	StartImagePath   = "/usr/local/bin/valkey-start"
 	podIPEnv         = "POD_IP"
 	defaultGraceSecs = 60
 	defaultUserID    = 1000
@@ -142,7 +148,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				Name:            containerName,
 				Image:           node.Spec.Image,
 				ImagePullPolicy: corev1.PullIfNotPresent,
-				Command:         []string{"valkey-server", ConfigDir + "/" + ConfigFile},
+				Command:         startCommand(node),
 				Args:            args,
 				Env:             env,
 				Ports: []corev1.ContainerPort{
@@ -153,6 +159,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				VolumeMounts: []corev1.VolumeMount{
 					{Name: dataVolume, MountPath: DataDir},
 					{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
+					{Name: startVolume, MountPath: startDir, ReadOnly: true},
 				},
 				// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF.
 				StartupProbe: &corev1.Probe{
@@ -167,19 +174,57 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				LivenessProbe: &corev1.Probe{
 					ProbeHandler: ping(false), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6,
 				},
-				SecurityContext: &corev1.SecurityContext{
-					RunAsNonRoot:             ptr.To(true),
-					ReadOnlyRootFilesystem:   ptr.To(true),
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
+				SecurityContext: containerSecurity(),
 			}},
+			InitContainers: []corev1.Container{installStart(opts)},
 			Volumes: []corev1.Volume{
 				data,
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
 					LocalObjectReference: corev1.LocalObjectReference{Name: valkeyv1.ConfigMapName(node.Name)},
 				}}},
+				{Name: startVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					SizeLimit: ptr.To(resource.MustParse("64Mi")),
+				}}},
 			},
 		},
+	}
+}
+
+// startCommand runs the server through valkey-start (cmd/valkey-start): it fences a crashed
+// primary before the server starts and hands a primary's slots to a replica before the
+// server stops. --durable when the data set is on the claim (RDB or AOF): a clean stop then
+// leaves it whole. The container's args follow: they are the server's.
+func startCommand(node *valkeyv1.ValkeyNode) []string {
+	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort)}
+	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
+		cmd = append(cmd, "--durable")
+	}
+	return append(cmd, "--", "valkey-server", ConfigDir+"/"+ConfigFile)
+}
+
+// installStart is the init container that copies valkey-start from the operator's image
+// into the pod, so the user's Valkey image stays unmodified.
+func installStart(opts Options) corev1.Container {
+	return corev1.Container{
+		Name:            "install-valkey-start",
+		Image:           opts.StartImage,
+		ImagePullPolicy: corev1.PullIfNotPresent,
+		Command:         []string{StartImagePath, "install", startBinary},
+		VolumeMounts:    []corev1.VolumeMount{{Name: startVolume, MountPath: startDir}},
+		Resources: corev1.ResourceRequirements{
+			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
+			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
+		},
+		SecurityContext: containerSecurity(),
+	}
+}
+
+// containerSecurity is the restricted security context of every container of the pod.
+func containerSecurity() *corev1.SecurityContext {
+	return &corev1.SecurityContext{
+		RunAsNonRoot:             ptr.To(true),
+		ReadOnlyRootFilesystem:   ptr.To(true),
+		AllowPrivilegeEscalation: ptr.To(false),
+		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
 	}
 }

@@ -1,6 +1,7 @@
 package workloadcontroller
 
 import (
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -76,9 +77,10 @@ func withName(n *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
 func TestPodTemplate(t *testing.T) {
 	n := withName(baseNode())
 	n.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "c-auth", Key: "pw"}
-	tmpl := podTemplate(n, Options{TerminationGracePeriodSeconds: 120, RunAsUser: 999})
+	tmpl := podTemplate(n, Options{TerminationGracePeriodSeconds: 120, RunAsUser: 999, StartImage: "op/workload:1"})
 	spec := tmpl.Spec
 	c := spec.Containers[0]
+	ic := spec.InitContainers[0]
 	checks := []struct {
 		what string
 		ok   bool
@@ -101,6 +103,12 @@ func TestPodTemplate(t *testing.T) {
 		{"liveness tolerates error replies", c.LivenessProbe.Exec.Command[1] != "-e"},
 		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
 		{"node labels", tmpl.Labels[valkeyv1.LabelCluster] == "c" && tmpl.Labels[valkeyv1.LabelNode] == "c-0-0"},
+		{"valkey-start copied from the start image", len(spec.InitContainers) == 1 && ic.Image == "op/workload:1" &&
+			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},
+		{"the init container is restricted too", *ic.SecurityContext.ReadOnlyRootFilesystem && !*ic.SecurityContext.AllowPrivilegeEscalation},
+		{"the server runs under valkey-start, durable with RDB", strings.Join(c.Command, " ") ==
+			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable -- valkey-server /etc/valkey/valkey.conf"},
+		{"valkey-start mounted read-only", c.VolumeMounts[2].MountPath == "/opt/valkey-operator" && c.VolumeMounts[2].ReadOnly},
 	}
 	for _, ch := range checks {
 		if !ch.ok {
@@ -108,7 +116,11 @@ func TestPodTemplate(t *testing.T) {
 		}
 	}
 	n.Spec.Persistence = nil
-	if v := podTemplate(n, Options{}).Spec.Volumes[0]; v.EmptyDir == nil || v.PersistentVolumeClaim != nil {
+	ephemeral := podTemplate(n, Options{})
+	if v := ephemeral.Spec.Volumes[0]; v.EmptyDir == nil || v.PersistentVolumeClaim != nil {
 		t.Errorf("without persistence /data is %+v, want an emptyDir", v.VolumeSource)
+	}
+	if cmd := strings.Join(ephemeral.Spec.Containers[0].Command, " "); strings.Contains(cmd, "--durable") {
+		t.Errorf("without persistence the server runs %q, want no --durable (a restart always fences)", cmd)
 	}
 }

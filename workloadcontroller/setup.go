@@ -35,6 +35,9 @@ type Options struct {
 	TerminationGracePeriodSeconds int64 `mapstructure:"termination-grace-period-seconds"`
 	// RunAsUser is the user, group and fsGroup ID of the server pods (the group owns /data).
 	RunAsUser int64 `mapstructure:"run-as-user"`
+	// StartImage is the image holding valkey-start at StartImagePath (the workload
+	// controller's own image): an init container copies it into every server pod.
+	StartImage string `mapstructure:"start-image"`
 }
 
 // DefaultOptions are the settings used for zero values.
@@ -88,6 +91,9 @@ func CacheOptions() map[client.Object]cache.ByObject {
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if err := opts.Validate(); err != nil {
 		return err
+	}
+	if opts.StartImage == "" {
+		return fmt.Errorf("start-image is required: the image holding %s", StartImagePath)
 	}
 	r := &Reconciler{
 		Client:   mgr.GetClient(),

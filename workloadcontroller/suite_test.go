@@ -45,7 +45,7 @@ var _ = BeforeSuite(func() {
 	Expect(err).NotTo(HaveOccurred())
 	mgr, err := env.NewManager(workloadcontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
-	Expect(workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{})).To(Succeed())
+	Expect(workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{StartImage: "valkey.local/workload-controller:dev"})).To(Succeed())
 	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())
 

@@ -116,7 +116,10 @@ var _ = Describe("Volume gate", func() {
 
 		pod := sts.Spec.Template.Spec
 		c := pod.Containers[0]
-		Expect(c.Command).To(Equal([]string{"valkey-server", "/etc/valkey/valkey.conf"}))
+		Expect(c.Command).To(HaveExactElements("/opt/valkey-operator/valkey-start", "run", "--data-dir", "/data",
+			"--addr", "127.0.0.1:6379", "--", "valkey-server", "/etc/valkey/valkey.conf"), "no --durable without persistence")
+		Expect(pod.InitContainers).To(HaveLen(1))
+		Expect(pod.InitContainers[0].Image).To(Equal("valkey.local/workload-controller:dev"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--cluster-announce-ip $(POD_IP)"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--requirepass $(VALKEY_PASSWORD) --masterauth $(VALKEY_PASSWORD)"))
 		for _, name := range []string{"VALKEY_PASSWORD", "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {

@@ -2,6 +2,9 @@
 package main
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -16,9 +19,18 @@ func main() {
 	fs.Int64("termination-grace-period-seconds", def.TerminationGracePeriodSeconds,
 		"grace period of the Valkey pods: time to save the RDB snapshot on SIGTERM")
 	fs.Int64("run-as-user", def.RunAsUser, "user, group and fsGroup ID of the Valkey pods")
+	fs.String("start-image", "", "image holding "+workloadcontroller.StartImagePath+
+		" that the Valkey pods copy (this controller's own image when empty)")
 	var s options.Settings[workloadcontroller.Options]
 	options.Main(workloadcontroller.Name, fs, &s, func() error {
 		return options.Start(workloadcontroller.Name, s.Manager, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {
+			if s.Options.StartImage == "" {
+				img, err := ownImage(context.Background(), mgr.GetAPIReader())
+				if err != nil {
+					return fmt.Errorf("start image: %w", err)
+				}
+				s.Options.StartImage = img
+			}
 			return workloadcontroller.SetupWithManager(mgr, s.Options)
 		})
 	})

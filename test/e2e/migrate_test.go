@@ -66,13 +66,7 @@ var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered,
 	}
 
 	It("hands a deleted primary's slots to its replica before the server stops: 0 acknowledged keys lost", func() {
-		pw := password(cluster)
 		replica, primary := replicaAndPrimary(cluster)
-		if major, _, _ := strings.Cut(info(primary, pw, "server")["valkey_version"], "."); major == "" || len(major) == 1 && major < "9" {
-			Skip("shutdown-on-sigterm failover needs Valkey 9 or later")
-		}
-		Eventually(func() string { return configGetAt(primary, pw, "shutdown-on-sigterm") }).
-			WithTimeout(time.Minute).Should(ContainSubstring("failover"), "the topology controller set the hand-over")
 		w := startAckWriter(cluster, "handover")
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 		since := time.Now()
@@ -95,17 +89,6 @@ var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered,
 		expectClusterCheck(cluster)
 	})
 })
-
-// configGetAt reads one configuration parameter of a node's server.
-func configGetAt(n v1.ValkeyNode, pw, name string) string {
-	vc := nodeClient(n, pw)
-	defer vc.Close()
-	kv, err := vc.Do(ctx, vc.B().ConfigGet().Parameter(name).Build()).AsStrMap()
-	if err != nil {
-		return ""
-	}
-	return kv[name]
-}
 
 // topologyArgs are the topology controller's container arguments.
 func topologyArgs() string {

@@ -9,7 +9,8 @@
 #       that test/valkeyserver/install.sh caches; /usr/bin/valkey-cli: valkey-cli or Debian's
 #       redis-cli from this machine, the wheel has none; each with the libraries ldd lists; runs
 #       as uid 1000; no shell; /usr/local/bin/kit for tests to look inside with kubectl exec).
-# all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*.
+# all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*;
+#       the workload controller's image also holds valkey-start (./cmd/valkey-start).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -44,11 +45,15 @@ items=("$server=/usr/bin/$(basename "$server")" "libs:$server" "$cli=/usr/bin/$(
 built+=("$out/valkey.tar")
 
 if [ "$what" = all ]; then
+	# valkey-start, the Valkey container's entrypoint, ships in the workload controller's image.
+	(cd "$repo" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$bin/valkey-start" ./cmd/valkey-start)
 	for c in volume workload topology; do
 		(cd "$repo" && CGO_ENABLED=0 go build -ldflags "-s -w" -o "$bin/$c-controller" "./cmd/$c-controller")
+		extra=()
+		[ "$c" != workload ] || extra=("$bin/valkey-start=/usr/local/bin/valkey-start")
 		"$pack" -out "$out/$c-controller.tar" -tag "valkey.local/$c-controller:dev" \
 			-entrypoint "/usr/local/bin/$c-controller" -user 65532:65532 -passwd nonroot:65532:65532:/ \
-			"$bin/$c-controller=/usr/local/bin/$c-controller"
+			"$bin/$c-controller=/usr/local/bin/$c-controller" "${extra[@]}"
 		built+=("$out/$c-controller.tar")
 	done
 fi

@@ -1,0 +1,65 @@
+package valkeystart
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+
+	"valkey.io/operator/internal/clusternodes"
+)
+
+// server is a connection to one Valkey server.
+type server struct {
+	addr string
+	cl   valkey.Client
+}
+
+// dial connects to the server at addr (ip:port) with the password ("" for none).
+func dial(addr, password string, timeout time.Duration) (*server, error) {
+	cl, err := valkey.NewClient(valkey.ClientOption{
+		InitAddress:       []string{addr},
+		Password:          password,
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+		AlwaysRESP2:       true,
+		Dialer:            net.Dialer{Timeout: timeout},
+		ConnWriteTimeout:  timeout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	return &server{addr: addr, cl: cl}, nil
+}
+
+func (s *server) close() { s.cl.Close() }
+
+// str runs a command and returns its reply as a string.
+func (s *server) str(ctx context.Context, args ...string) (string, error) {
+	out, err := s.cl.Do(ctx, s.cl.B().Arbitrary(args...).Build()).ToString()
+	if err != nil {
+		return "", fmt.Errorf("%s on %s: %w", args[0], s.addr, err)
+	}
+	return out, nil
+}
+
+// nodes returns the server's CLUSTER NODES view.
+func (s *server) nodes(ctx context.Context) ([]clusternodes.Node, error) {
+	out, err := s.str(ctx, "CLUSTER", "NODES")
+	if err != nil {
+		return nil, err
+	}
+	return clusternodes.Parse(out)
+}
+
+// replication returns the server's INFO replication fields.
+func (s *server) replication(ctx context.Context) (map[string]string, error) {
+	out, err := s.str(ctx, "INFO", "replication")
+	if err != nil {
+		return nil, err
+	}
+	return clusternodes.ParseInfo(out), nil
+}
