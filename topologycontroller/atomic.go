@@ -69,7 +69,8 @@ func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []SlotMove
 // SLOTSRANGE … NODE group per target), unless an export of src is still running. The
 // server moves the keys and hands the slots over at once, so clients never see ASK; the
 // job lives on the source, so a controller restart only looks again. A job that failed is
-// reported and started again. It returns the slots in flight.
+// reported, and its slots start again after a backoff (see stallBook). It returns the
+// slots in flight.
 func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []SlotMove) (int, error) {
 	inFlight := 0
 	for _, mv := range moves {
@@ -98,8 +99,11 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 		}
 	}
 	if last != nil && last.state != "success" {
-		r.event(st, src.node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
-			"atomic migration %s of slots %s from %s %s (%s); starting it again", short8(last.name), last.ranges, src.node.Name, last.state, last.message)
+		r.stallJob(st, src, moves, *last)
+	}
+	// The slots of a failed job start again once their backoff is over.
+	if moves = r.readyMoves(st, moves); len(moves) == 0 {
+		return 0, nil
 	}
 	args := []string{"CLUSTER", "MIGRATESLOTS"}
 	for _, mv := range moves {

@@ -54,13 +54,46 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 		ids[i] = t.id()
 	}
 	moves := PlanSlots(ids, owned)
+	if down := unreachableNode(st); down != "" && assignsFree(moves, orphan) {
+		// Slots nobody in this view owns may be owned in a view that cannot be seen: a
+		// fresh node alone while its peers are down must not found a cluster of its own.
+		st.wait(fmt.Sprintf("waiting for %s to be reachable before assigning slots nobody owns", down), time.Second)
+		return false, nil
+	}
 	if len(moves) == 0 {
+		st.balanced = true
 		if !migrationStarting(st) {
 			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
 		}
 		return false, nil
 	}
-	return true, r.applyMoves(ctx, st, moves, owned, orphan)
+	return r.applyMoves(ctx, st, moves, owned, orphan)
+}
+
+// unreachableNode is the name of the first node of the cluster, not being deleted, whose
+// server cannot be reached; "" when every one can.
+func unreachableNode(st *clusterState) string {
+	for _, n := range st.nodes {
+		if n.DeletionTimestamp == nil && !st.members[n.Name].reachable() {
+			return n.Name
+		}
+	}
+	return ""
+}
+
+// assignsFree tells whether moves hand out slots nobody owns (not those of a lost owner).
+func assignsFree(moves []SlotMove, orphan map[int]string) bool {
+	for _, mv := range moves {
+		if mv.From != "" {
+			continue
+		}
+		for _, slot := range mv.Slots {
+			if orphan[slot] == "" {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // slotOwners are the slots of each owner in the seed's view, and the slots of lost owners
@@ -88,13 +121,14 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 }
 
 // applyMoves carries out the planned moves: slots without an owner are assigned, the others
-// migrated.
-func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) error {
+// migrated. It acts unless every slot it would migrate is backing off (see stallBook):
+// then the later phases go on (a roll may be what fixes the cause).
+func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) (bool, error) {
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
-			if err := flushIfKeys(ctx, st.cs, st.byID[mv.To].addr); err != nil {
-				return err
+			if ok, err := r.flushIfHeldElsewhere(ctx, st, st.byID[mv.To]); err != nil || !ok {
+				return true, err // not emptied: its keys may exist nowhere else (KeysNotElsewhere)
 			}
 		}
 	}
@@ -105,7 +139,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 			continue
 		}
 		if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
-			return err
+			return true, err
 		}
 	}
 	// Slots are moving while any move is planned, even in a round that fails.
@@ -122,10 +156,15 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 		// Go on at once: nothing in Kubernetes is awaited.
 		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
 	}
+	if moved == 0 && atomic == 0 && len(migrations) == len(moves) && err == nil {
+		st.migrating = false
+		st.wait("waiting to try again the slots whose keys could not move", time.Second)
+		return false, nil
+	}
 	if moved == 0 && atomic == 0 {
 		st.wait("assigning slots", time.Second)
 	}
-	return err
+	return true, err
 }
 
 // migrate carries out the moves between primaries, grouped by source: atomically where
@@ -203,13 +242,17 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotM
 		// not once per round.
 		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
 	}
+	// Slots whose keys could not move wait for their next try (see stallBook) and take
+	// nothing of the budget.
+	slots := r.readySlots(st, mv.Slots)
 	moved := 0
-	for start := 0; start < len(mv.Slots) && moved < budget; start += slotsPerBatch {
-		batch := mv.Slots[start:min(len(mv.Slots), start+slotsPerBatch, start+budget-moved)]
-		if err := r.migrateSlots(ctx, st, batch, src, dst); err != nil {
+	for start := 0; start < len(slots) && moved < budget; start += slotsPerBatch {
+		batch := slots[start:min(len(slots), start+slotsPerBatch, start+budget-moved)]
+		n, err := r.migrateSlots(ctx, st, batch, src, dst)
+		moved += n
+		if err != nil {
 			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.node.Name, dst.node.Name, err)
 		}
-		moved += len(batch)
 	}
 	return moved, nil
 }
@@ -218,7 +261,8 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotM
 // under way yet.
 func migrationStarting(st *clusterState) bool {
 	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
-	return c == nil || c.Status != metav1.ConditionTrue || c.Reason != valkeyv1.ReasonMigratingSlots
+	return c == nil || c.Status != metav1.ConditionTrue ||
+		(c.Reason != valkeyv1.ReasonMigratingSlots && c.Reason != valkeyv1.ReasonMigrationStalled)
 }
 
 // lostOwners are the slot owners of the seed's view that are gone for good: no ValkeyNode
@@ -227,16 +271,23 @@ func migrationStarting(st *clusterState) bool {
 // lost; their slots are given to the primaries that need slots.
 func lostOwners(st *clusterState) map[string]bool {
 	reported := st.reportedIDs()
-	liveFollower := map[string]bool{}
-	for _, n := range st.view {
-		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
-			liveFollower[n.PrimaryID] = true
-		}
-	}
+	liveFollower := liveFollowers(st)
 	out := map[string]bool{}
 	for id, n := range st.view {
 		if n.primary() && n.slotCount() > 0 && n.failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
 			out[id] = true
+		}
+	}
+	return out
+}
+
+// liveFollowers are the IDs some replica in the seed's view follows and that replica is
+// not failed.
+func liveFollowers(st *clusterState) map[string]bool {
+	out := map[string]bool{}
+	for _, n := range st.view {
+		if n.PrimaryID != "" && !n.failed() && !n.Flags["fail?"] {
+			out[n.PrimaryID] = true
 		}
 	}
 	return out

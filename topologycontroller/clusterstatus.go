@@ -25,7 +25,11 @@ type clusterFacts struct {
 	// unreachable describes the slot owners nobody can reach.
 	unreachable []string
 	migrating   bool
-	progress    []string
+	// stalled describes the slots whose keys could not move ("" when none).
+	stalled  string
+	progress []string
+	// failoversStalled describes the failovers waiting out a backoff.
+	failoversStalled []string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -44,6 +48,7 @@ func factsOf(st *clusterState) clusterFacts {
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
 		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
+		stalled: st.stalled,
 	}
 	for _, n := range st.nodes {
 		approval := rollApproval(st, n)
@@ -93,7 +98,7 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 		}
 	}
 	ready := readyNodes == desired && len(f.nodes) == desired && f.slots == TotalSlots && f.stateOK &&
-		readyShards == int(f.shards) && !f.migrating
+		readyShards == int(f.shards) && !f.migrating && f.stalled == ""
 	rreason := valkeyv1.ReasonReady
 	if !ready {
 		rreason = valkeyv1.ReasonNotReady
@@ -114,7 +119,12 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 // progressing is the Progressing condition: the work under way, by its kind.
 func progressing(f clusterFacts, desired int) metav1.Condition {
 	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
+	msg := strings.Join(append(append([]string(nil), f.failoversStalled...), f.progress...), "; ")
 	switch {
+	case f.stalled != "":
+		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
+	case len(f.failoversStalled) > 0:
+		on, reason = true, valkeyv1.ReasonFailoverBackoff
 	case f.migrating:
 		reason = valkeyv1.ReasonMigratingSlots
 	case len(f.nodes) != desired:
@@ -124,7 +134,6 @@ func progressing(f clusterFacts, desired int) metav1.Condition {
 	case !on:
 		reason = valkeyv1.ReasonSettled
 	}
-	msg := strings.Join(f.progress, "; ")
 	if !on {
 		msg = "nothing to do"
 	}

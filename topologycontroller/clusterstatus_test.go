@@ -51,6 +51,18 @@ func TestSummarize(t *testing.T) {
 		facts: func(f *clusterFacts) { f.migrating, f.progress = true, []string{"migrating slots"} },
 		want:  want{"False/NotReady", "True/MigratingSlots", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
 	}, {
+		name: "a slot whose keys cannot move, waiting for its next try",
+		facts: func(f *clusterFacts) {
+			f.stalled = "keys of 1 slots could not move, tried again with backoff: slot 12: OOM (tried 2 times)"
+		},
+		want: want{"False/NotReady", "True/MigrationStalled", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
+		name: "a stalled slot while others move",
+		facts: func(f *clusterFacts) {
+			f.migrating, f.progress, f.stalled = true, []string{"migrating slots"}, "slot 12: OOM"
+		},
+		want: want{"False/NotReady", "True/MigrationStalled", "False/Healthy", "True/AllSlotsAssigned", 4, 2, 2},
+	}, {
 		name: "scaling out: more nodes wanted than exist",
 		facts: func(f *clusterFacts) {
 			f.shards = 3

@@ -15,11 +15,8 @@ func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) 
 		if !m.deleting() || !m.self.primary() || m.self.slotCount() == 0 {
 			continue
 		}
-		if len(syncedReplicas(st, m)) > 0 {
-			if err := r.failover(ctx, st, m, "node deleted"); err != nil {
-				return true, err
-			}
-			st.wait("draining "+m.node.Name, short)
+		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.cluster.UID, m.node.Name}).running() {
+			r.failover(ctx, st, m, "node deleted")
 			return true, nil
 		}
 	}
@@ -31,6 +28,10 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 	if m := st.members[n.Name]; m.reachable() {
 		if c := m.self.slotCount(); c > 0 && m.self.primary() {
 			return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots; moving them off", c)
+		}
+		if id := m.self.PrimaryID; !m.self.primary() && id != "" && st.byID[id] == nil {
+			return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("its primary %s is down: this replica may hold the only copy of the shard's keys, "+
+				"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(id), valkeyv1.AnnotationSkipDrain)
 		}
 		if st.inCluster(m) || (n.Status.Topology != nil && n.Status.Topology.NodeID != "") {
 			return true, valkeyv1.ReasonNoSlots, "owns no slots"

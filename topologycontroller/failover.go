@@ -34,36 +34,87 @@ func sortByOffset(ms []*member) {
 	}
 }
 
-// failover makes the most up-to-date synced replica of primary p take over (CLUSTER
-// FAILOVER on the replica, which waits for it to catch up) and waits until the roles have
-// switched. Running it again after an interruption is safe.
-func (r *Reconciler) failover(ctx context.Context, st *clusterState, p *member, why string) error {
+// failover moves primary p's slots to its most up-to-date synced replica without waiting
+// for it: it asks the replica to take over (CLUSTER FAILOVER, which lets it catch up
+// first) and returns; later rounds see the roles switched (settleFailovers), or, once
+// FailoverTimeout has passed, count the try as failed. A failed try is retried only after
+// a backoff that doubles with each failure (FailoverBackoff up to FailoverBackoffMax),
+// reported as a Warning event and, by the callers, as reason FailoverBackoff. Running it
+// again after an interruption is safe.
+func (r *Reconciler) failover(ctx context.Context, st *clusterState, p *member, why string) {
+	key := failoverKey{cluster: st.cluster.UID, node: p.node.Name}
+	t, now := r.failovers.get(key), time.Now()
+	switch {
+	case t.running() && now.Sub(t.started) < r.Options.FailoverTimeout:
+		st.wait(fmt.Sprintf("failing %s over to %s", p.node.Name, t.to), time.Second)
+		return
+	case t.running():
+		r.failoverFailed(st, p, fmt.Sprintf("%s did not take over within %s", t.to, r.Options.FailoverTimeout))
+		return
+	case now.Before(t.retryAt):
+		st.wait("waiting to fail "+p.node.Name+" over again", t.retryAt.Sub(now))
+		return
+	}
 	replicas := syncedReplicas(st, p)
 	if len(replicas) == 0 {
-		return fmt.Errorf("no synced replica of %s to fail over to", p.node.Name)
+		st.wait("no synced replica of "+p.node.Name+" to fail over to", time.Second)
+		return
 	}
 	to := replicas[0]
 	r.event(st, p.node, corev1.EventTypeNormal, valkeyv1.EventFailingOver, "ClusterFailover", "failing %s over to %s (%s)", p.node.Name, to.node.Name, why)
+	r.failovers.start(key, to.node.Name, now)
 	if err := st.cs.ok(ctx, to.addr, "CLUSTER", "FAILOVER"); err != nil {
-		return err
+		r.failoverFailed(st, p, err.Error())
+		return
 	}
-	deadline := time.Now().Add(r.Options.FailoverTimeout)
-	for {
-		info, err := st.cs.str(ctx, to.addr, "INFO", "replication")
-		if err == nil && parseInfo(info)["role"] == "master" {
-			old, err := st.cs.str(ctx, p.addr, "INFO", "replication")
-			if err == nil && parseInfo(old)["role"] == "slave" {
-				r.event(st, p.node, corev1.EventTypeNormal, valkeyv1.EventFailedOver, "ClusterFailover", "%s took over from %s", to.node.Name, p.node.Name)
-				return nil
-			}
+	st.wait(fmt.Sprintf("failing %s over to %s", p.node.Name, to.node.Name), time.Second)
+}
+
+// failoverFailed records a failed try of p's failover: the next one waits for the backoff.
+func (r *Reconciler) failoverFailed(st *clusterState, p *member, why string) {
+	key := failoverKey{cluster: st.cluster.UID, node: p.node.Name}
+	t := r.failovers.fail(key, why, r.Options.FailoverBackoff, r.Options.FailoverBackoffMax, time.Now())
+	r.event(st, p.node, corev1.EventTypeWarning, valkeyv1.EventFailoverStalled, "ClusterFailover",
+		"failover of %s to %s did not complete (try %d): %s; next try in %s", p.node.Name, t.to, t.failures, why, time.Until(t.retryAt).Round(time.Second))
+	st.wait("waiting to fail "+p.node.Name+" over again", time.Until(t.retryAt))
+}
+
+// failoverStalled tells whether a failover of n is waiting out its backoff, and why.
+func (r *Reconciler) failoverStalled(st *clusterState, name string) (bool, string) {
+	t, now := r.failovers.get(failoverKey{cluster: st.cluster.UID, node: name}), time.Now()
+	if t.failures == 0 || t.running() || !now.Before(t.retryAt) {
+		return false, ""
+	}
+	return true, t.describe(name, now)
+}
+
+// stalledFailovers describes the failovers of the cluster waiting out a backoff.
+func (r *Reconciler) stalledFailovers(st *clusterState) []string {
+	var out []string
+	for _, n := range st.nodes {
+		if stalled, why := r.failoverStalled(st, n.Name); stalled {
+			out = append(out, why)
 		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("failover of %s to %s did not complete within %s", p.node.Name, to.node.Name, r.Options.FailoverTimeout)
+	}
+	return out
+}
+
+// settleFailovers forgets the failovers of this cluster that are over: the node's replica
+// took over (event FailedOver), or the node is gone or no longer a primary that owns slots.
+func (r *Reconciler) settleFailovers(st *clusterState) {
+	for key, t := range r.failovers.of(st.cluster.UID) {
+		n := st.node(key.node)
+		if n == nil {
+			r.failovers.forget(key)
+			continue
 		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
+		serves, known := st.servesSlots(n)
+		if !known || serves {
+			continue
 		}
+		if t.running() {
+			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventFailedOver, "ClusterFailover", "%s took over from %s", t.to, n.Name)
+		}
+		r.failovers.forget(key)
 	}
 }

@@ -27,17 +27,21 @@ func wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
 // to date. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
-// Nodes that are no longer wanted are removed by scaleIn once drained.
-func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef) ([]*valkeyv1.ValkeyNode, error) {
+// Nodes that are no longer wanted are removed by scaleIn once drained. A node is the
+// cluster's when its controller ownerReference has the cluster's UID: a node of the same
+// name left by a deleted cluster of the same name is not, and its replacement is created
+// once it is gone (waiting lists them meanwhile).
+func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef) (nodes []*valkeyv1.ValkeyNode, waiting []string, err error) {
 	var list valkeyv1.ValkeyNodeList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
-		return nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
+		return nil, nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
 	}
 	existing := map[string]*valkeyv1.ValkeyNode{}
-	var nodes []*valkeyv1.ValkeyNode
+	foreign := map[string]*valkeyv1.ValkeyNode{}
 	for i := range list.Items {
 		n := &list.Items[i]
 		if n.Spec.ClusterName != vc.Name || !metav1.IsControlledBy(n, vc) {
+			foreign[n.Name] = n
 			continue
 		}
 		existing[n.Name] = n
@@ -48,17 +52,21 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 			name := valkeyv1.NodeName(vc.Name, shard, replica)
 			spec := desiredNodeSpec(vc, shard, replica, ref)
 			n, ok := existing[name]
+			if !ok && foreign[name] != nil {
+				waiting = append(waiting, notOursYet(foreign[name]))
+				continue
+			}
 			if !ok {
 				n = &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace}, Spec: spec}
 				n.Labels = valkeyv1.NodeLabels(n)
 				if err := controllerutil.SetControllerReference(vc, n, r.Scheme()); err != nil {
-					return nil, err
+					return nil, nil, err
 				}
 				if err := r.Create(ctx, n); err != nil {
 					if isAlreadyExists(err) {
 						continue // not ours or not in the cache yet: the next reconcile sees it
 					}
-					return nil, fmt.Errorf("create ValkeyNode %s: %w", name, err)
+					return nil, nil, fmt.Errorf("create ValkeyNode %s: %w", name, err)
 				}
 				nodes = append(nodes, n)
 				continue
@@ -79,13 +87,28 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 				upd.Labels[k] = v
 			}
 			if err := r.Update(ctx, upd); err != nil {
-				return nil, fmt.Errorf("update ValkeyNode %s: %w", name, err)
+				return nil, nil, fmt.Errorf("update ValkeyNode %s: %w", name, err)
 			}
 			*n = *upd
 		}
 	}
 	sortNodes(nodes)
-	return nodes, nil
+	return nodes, waiting, nil
+}
+
+// notOursYet says why a node of the cluster is not created yet: a ValkeyNode of that name
+// belongs to something else, usually a deleted cluster of the same name whose nodes are
+// still being drained and released.
+func notOursYet(n *valkeyv1.ValkeyNode) string {
+	owner := "no ValkeyCluster"
+	if ref := metav1.GetControllerOf(n); ref != nil {
+		owner = fmt.Sprintf("%s uid %s", ref.Kind, ref.UID)
+	}
+	state := "it is not being deleted: delete it, or the cluster waits"
+	if !n.DeletionTimestamp.IsZero() {
+		state = "it is being deleted"
+	}
+	return fmt.Sprintf("waiting for ValkeyNode %s of %s to go before creating this cluster's node of that name (%s)", n.Name, owner, state)
 }
 
 func hasLabels(have, want map[string]string) bool {

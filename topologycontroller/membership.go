@@ -83,7 +83,8 @@ func short8(id string) string {
 
 // replicate makes every other member of a shard a replica of the shard's primary. A node
 // that holds keys but no slots (it came back with old data, or lost its slots) is flushed
-// first: Valkey only turns an empty primary into a replica.
+// first, since Valkey only turns an empty primary into a replica, but only when the slots'
+// owners hold those keys (flushIfHeldElsewhere); otherwise it stays out and says why.
 func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, error) {
 	acted := false
 	for _, m := range st.sortedMembers() {
@@ -106,8 +107,12 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 			continue // a primary with slots is never demoted here; rolls and drains fail over
 		}
 		if m.self.primary() {
-			if err := flushIfKeys(ctx, st.cs, m.addr); err != nil {
+			flushed, err := r.flushIfHeldElsewhere(ctx, st, m)
+			if err != nil {
 				return acted, err
+			}
+			if !flushed {
+				continue // its keys may exist nowhere else: it stays out (KeysNotElsewhere)
 			}
 		}
 		if err := st.cs.ok(ctx, m.addr, "CLUSTER", "REPLICATE", p.id()); err != nil {
@@ -120,22 +125,6 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		st.wait("attaching replicas", time.Second)
 	}
 	return acted, nil
-}
-
-// flushIfKeys empties a server that holds keys.
-func flushIfKeys(ctx context.Context, cs *conns, addr string) error {
-	s, err := cs.do(ctx, addr, "DBSIZE")
-	if err != nil {
-		return err
-	}
-	n, err := s.AsInt64()
-	if err != nil {
-		return fmt.Errorf("DBSIZE on %s: %w", addr, err)
-	}
-	if n == 0 {
-		return nil
-	}
-	return cs.ok(ctx, addr, "FLUSHALL")
 }
 
 // dialable tells whether something accepts TCP connections at addr.

@@ -3,26 +3,35 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	"net"
-	"sort"
 	"strconv"
 	"time"
-
-	corev1 "k8s.io/api/core/v1"
-
-	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // slotsPerBatch is how many slots move together: their SETSLOT and GETKEYSINSLOT commands
 // are pipelined.
 const slotsPerBatch = 64
 
+// A MIGRATE carries at most MigrationBatchSize keys and migrateMaxBytes (as MEMORY USAGE
+// counts them; a larger key goes alone), and a pipeline of MIGRATEs about as much: the
+// source serves nobody while it runs one. Its timeout is migrateBaseTimeout plus the time
+// its bytes take at migrateBytesPerSecond.
+const (
+	migrateMaxBytes       = 4 << 20
+	migrateBaseTimeout    = 2 * time.Second
+	migrateBytesPerSecond = 8 << 20
+)
+
 // migrateSlots moves slots from the primary src to the primary dst, key by key: SETSLOT
 // IMPORTING on dst, SETSLOT MIGRATING on src, GETKEYSINSLOT + MIGRATE in batches, then
 // SETSLOT NODE on dst, src and every other primary. Every step can be repeated, so a
 // migration interrupted at any point (the controller killed) is finished by running it
 // again. This works on Redis 7 and every Valkey.
-func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) error {
+//
+// A slot is given to dst only once neither src nor the slot's owner holds keys of it; a
+// slot whose keys could not move stays open and backs off (see stallBook). It returns the
+// number of slots given to dst.
+func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) (int, error) {
+	slots = r.readySlots(st, slots)
 	var owned []int
 	for _, slot := range slots {
 		// What the source said at the start of this round; a round moves each slot once.
@@ -30,32 +39,114 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 			owned = append(owned, slot)
 		}
 	}
+	failed := map[int]string{}
 	if len(owned) > 0 {
 		if _, err := st.cs.multi(ctx, dst.addr, setslot(owned, "IMPORTING", src.id())); err != nil {
-			return err
+			return 0, err
 		}
 		if _, err := st.cs.multi(ctx, src.addr, setslot(owned, "MIGRATING", dst.id())); err != nil {
-			return err
+			return 0, err
 		}
-		if err := r.moveKeys(ctx, st, owned, src, dst); err != nil {
-			return err
+		var err error
+		if failed, err = r.moveKeys(ctx, st, owned, src, dst); err != nil {
+			return 0, err
 		}
+	}
+	give, err := emptied(ctx, st, slots, src, dst, failed)
+	if err != nil {
+		return 0, err
+	}
+	r.stallSlots(st, failed, src, dst)
+	if len(give) == 0 {
+		return 0, nil
 	}
 	// The target first (it then owns the slots and serves them), then the source, then the
 	// other primaries (they would learn it by gossip; telling them speeds up redirections).
-	if _, err := st.cs.multi(ctx, dst.addr, setslot(slots, "NODE", dst.id())); err != nil {
-		return err
+	if _, err := st.cs.multi(ctx, dst.addr, setslot(give, "NODE", dst.id())); err != nil {
+		return 0, err
 	}
-	if _, err := st.cs.multi(ctx, src.addr, setslot(slots, "NODE", dst.id())); err != nil {
-		return err
+	if _, err := st.cs.multi(ctx, src.addr, setslot(give, "NODE", dst.id())); err != nil {
+		return 0, err
 	}
 	for _, m := range st.sortedMembers() {
 		if m == src || m == dst || !m.self.primary() || !st.inCluster(m) {
 			continue
 		}
-		_, _ = st.cs.multi(ctx, m.addr, setslot(slots, "NODE", dst.id()))
+		_, _ = st.cs.multi(ctx, m.addr, setslot(give, "NODE", dst.id()))
 	}
-	return nil
+	r.stalls.cleared(st.cluster.UID, give)
+	return len(give), nil
+}
+
+// emptied are the slots that may be given to dst: not failed, and no key of them left on
+// src nor on the slot's owner in the seed's view (the source's successor after a failover).
+// The others are added to failed.
+func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *member, failed map[int]string) ([]int, error) {
+	ask := map[*member][]int{}
+	var order []*member
+	for _, slot := range slots {
+		if failed[slot] != "" {
+			continue
+		}
+		for _, m := range []*member{src, st.byID[viewOwner(st, slot)]} {
+			if m == nil || m == dst || !m.reachable() {
+				continue
+			}
+			if _, ok := ask[m]; !ok {
+				order = append(order, m)
+			}
+			ask[m] = append(ask[m], slot)
+		}
+	}
+	for _, m := range order {
+		counts, err := countKeys(ctx, st.cs, m.addr, ask[m])
+		if err != nil {
+			return nil, err
+		}
+		for slot, n := range counts {
+			if n > 0 && failed[slot] == "" {
+				failed[slot] = fmt.Sprintf("%s still holds %d keys of it", m.node.Name, n)
+			}
+		}
+	}
+	var give []int
+	for _, slot := range slots {
+		if failed[slot] == "" {
+			give = append(give, slot)
+		}
+	}
+	return give, nil
+}
+
+// countKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr.
+func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
+	cmds := make([][]string, 0, len(slots))
+	for _, slot := range slots {
+		cmds = append(cmds, []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)})
+	}
+	res, err := cs.multi(ctx, addr, cmds)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]int64, len(slots))
+	for i, r := range res {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
+		}
+		out[slots[i]] = n
+	}
+	return out, nil
+}
+
+// viewOwner is the ID of the primary that owns slot in the seed's view ("" if none).
+func viewOwner(st *clusterState, slot int) string {
+	for id, n := range st.view {
+		if n.primary() && ownsSlot(n, slot) {
+			return id
+		}
+	}
+	return ""
 }
 
 func setslot(slots []int, args ...string) [][]string {
@@ -66,52 +157,6 @@ func setslot(slots []int, args ...string) [][]string {
 	return out
 }
 
-// moveKeys migrates every key of the slots from src to dst, MigrationBatchSize keys per
-// MIGRATE, until GETKEYSINSLOT finds none left.
-func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *member) error {
-	host, port, err := net.SplitHostPort(dst.addr)
-	if err != nil {
-		return err
-	}
-	batch := strconv.Itoa(r.Options.MigrationBatchSize)
-	timeout := strconv.Itoa(int(r.Options.CommandTimeout / time.Millisecond))
-	pending := slots
-	for len(pending) > 0 {
-		cmds := make([][]string, 0, len(pending))
-		for _, s := range pending {
-			cmds = append(cmds, []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(s), batch})
-		}
-		res, err := st.cs.multi(ctx, src.addr, cmds)
-		if err != nil {
-			return err
-		}
-		// MIGRATE takes keys of one slot only (CROSSSLOT otherwise): one per slot, pipelined.
-		var migrates [][]string
-		var next []int
-		for i, r := range res {
-			keys, err := r.AsStrSlice()
-			if err != nil {
-				return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", pending[i], src.addr, err)
-			}
-			if len(keys) == 0 {
-				continue
-			}
-			next = append(next, pending[i])
-			args := []string{"MIGRATE", host, port, "", "0", timeout, "REPLACE"}
-			if st.cs.password != "" {
-				args = append(args, "AUTH", st.cs.password)
-			}
-			args = append(args, "KEYS")
-			migrates = append(migrates, append(args, keys...))
-		}
-		if _, err := st.cs.multi(ctx, src.addr, migrates); err != nil {
-			return err
-		}
-		pending = next
-	}
-	return nil
-}
-
 // ownsSlot tells whether n owns slot.
 func ownsSlot(n *clusterNode, slot int) bool {
 	for _, rg := range n.Slots {
@@ -120,87 +165,4 @@ func ownsSlot(n *clusterNode, slot int) bool {
 		}
 	}
 	return false
-}
-
-// openMigration is a slot left importing or migrating (a migration that was interrupted).
-type openMigration struct {
-	slot     int
-	from, to string
-}
-
-// openMigrations lists the slots some primary reports as importing or migrating. Replicas
-// do not count: Valkey 8+ copies these states to a primary's replicas (which refuse SETSLOT)
-// and can leave a copy there after the slots have moved or the replica took over.
-func openMigrations(st *clusterState) []openMigration {
-	seen := map[int]bool{}
-	var out []openMigration
-	var primaries []*member
-	for _, m := range st.sortedMembers() {
-		if m.self.primary() {
-			primaries = append(primaries, m)
-		}
-	}
-	for _, m := range primaries {
-		for slot, to := range m.self.Migrating {
-			if !seen[slot] {
-				seen[slot] = true
-				out = append(out, openMigration{slot, m.id(), to})
-			}
-		}
-	}
-	for _, m := range primaries {
-		for slot, from := range m.self.Importing {
-			if !seen[slot] {
-				seen[slot] = true
-				out = append(out, openMigration{slot, from, m.id()})
-			}
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].slot < out[j].slot })
-	return out
-}
-
-// resumeMigrations finishes the slot migrations an earlier run left open, before anything
-// else moves: the keys of such a slot are split between two nodes until it is done.
-func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bool, error) {
-	open := openMigrations(st)
-	if len(open) == 0 {
-		return false, nil
-	}
-	type pair struct{ from, to string }
-	groups := map[pair][]int{}
-	var order []pair
-	for _, o := range open {
-		p := pair{o.from, o.to}
-		if _, ok := groups[p]; !ok {
-			order = append(order, p)
-		}
-		groups[p] = append(groups[p], o.slot)
-	}
-	for _, p := range order {
-		src, dst := sourceNow(st, p.from), st.byID[p.to]
-		if src == nil || dst == nil {
-			st.wait(fmt.Sprintf("slots %v are open between %s and %s, one of them unreachable", groups[p], short8(p.from), short8(p.to)), time.Second)
-			st.migrating = true
-			continue
-		}
-		if err := r.migrateSlots(ctx, st, groups[p], src, dst); err != nil {
-			return true, fmt.Errorf("finish migration of slots %v: %w", groups[p], err)
-		}
-		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", len(groups[p]), src.node.Name, dst.node.Name)
-	}
-	st.migrating = true
-	st.wait(fmt.Sprintf("finished %d interrupted slot migrations", len(open)), short)
-	return true, nil
-}
-
-// sourceNow is the member that serves a slot an interrupted migration took from the node
-// id: that node, or the primary it follows since a failover. Valkey 8 and later point the
-// target's IMPORTING state at the new primary by themselves; Redis 7 leaves the old ID.
-func sourceNow(st *clusterState, id string) *member {
-	m := st.byID[id]
-	if m != nil && !m.self.primary() && m.self.PrimaryID != "" {
-		return st.byID[m.self.PrimaryID]
-	}
-	return m
 }

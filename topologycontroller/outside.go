@@ -2,6 +2,7 @@ package topologycontroller
 
 import (
 	"context"
+	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,7 +18,8 @@ import (
 // outsideReconciler writes the topology conditions of the ValkeyNodes the cluster
 // reconciler does not handle: nodes outside any cluster (NotInCluster) and nodes whose
 // ValkeyCluster is gone or being deleted (Drained=True ClusterDeleting: there is nothing to
-// drain to).
+// drain to), including nodes of a deleted cluster whose name a new cluster now has (the
+// controller ownerReference's UID is not the new cluster's).
 type outsideReconciler struct {
 	client.Client
 	Status status.Applier
@@ -36,13 +38,30 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if err != nil && !isNotFound(err) {
 		return ctrl.Result{}, err
 	}
-	if err == nil && vc.DeletionTimestamp.IsZero() {
+	if err == nil && vc.DeletionTimestamp.IsZero() && metav1.IsControlledBy(&n, &vc) {
 		return ctrl.Result{}, nil // the cluster reconciler owns this node's status
 	}
 	if n.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection deletes it with its cluster
 	}
-	return r.apply(ctx, &n, orphanShare(&n))
+	return r.apply(ctx, &n, orphanShare(&n, orphanReason(&n, &vc, err == nil)))
+}
+
+// orphanReason says why a node being deleted has no cluster to drain into. A cluster is
+// recognised by its UID: a ValkeyCluster re-created under the same name is another cluster,
+// and the nodes of the deleted one are not its members.
+func orphanReason(n *valkeyv1.ValkeyNode, vc *valkeyv1.ValkeyCluster, found bool) string {
+	switch {
+	case !found:
+		return fmt.Sprintf("the ValkeyCluster %s is gone: nothing to drain to", n.Spec.ClusterName)
+	case !vc.DeletionTimestamp.IsZero():
+		return fmt.Sprintf("the ValkeyCluster %s is being deleted: nothing to drain to", n.Spec.ClusterName)
+	}
+	owner := "no ValkeyCluster"
+	if ref := metav1.GetControllerOf(n); ref != nil {
+		owner = fmt.Sprintf("ValkeyCluster uid %s", ref.UID)
+	}
+	return fmt.Sprintf("the node belongs to %s, which is gone; the ValkeyCluster %s now is another cluster (uid %s) and does not drain into it", owner, vc.Name, vc.UID)
 }
 
 // apply writes the node's topology status; a node gone meanwhile needs none.
@@ -63,12 +82,12 @@ func aloneShare(n *valkeyv1.ValkeyNode) status.TopologyShare {
 }
 
 // orphanShare is the status of a node being deleted whose cluster is gone or going.
-func orphanShare(n *valkeyv1.ValkeyNode) status.TopologyShare {
+func orphanShare(n *valkeyv1.ValkeyNode, why string) status.TopologyShare {
 	var conds []metav1.Condition
 	if joined := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined); joined != nil {
 		conds = append(conds, *joined)
 	}
-	conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonClusterDeleting, "the ValkeyCluster is gone or being deleted: nothing to drain to"))
+	conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonClusterDeleting, why))
 	return status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}
 }
 

@@ -52,6 +52,9 @@ func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
 	if err == nil {
+		if pe := notOwnedSecret(vc, &s); pe != nil {
+			return nil, pe
+		}
 		return ref, nil
 	}
 	if !isNotFound(err) {
@@ -91,6 +94,22 @@ func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
 	return ref, nil
+}
+
+// notOwnedSecret refuses a Secret <cluster>-auth controlled by something other than vc
+// (by UID): usually the Secret of a deleted cluster of the same name that garbage
+// collection has not removed yet. Its password is not this cluster's, and replacing it
+// would take it from its owner. A Secret without a controller is one a user made or
+// restored, and is used.
+func notOwnedSecret(vc *valkeyv1.ValkeyCluster, s *corev1.Secret) *passwordError {
+	ref := metav1.GetControllerOf(s)
+	if ref == nil || ref.UID == vc.UID {
+		return nil
+	}
+	return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
+		"the password Secret %s belongs to %s %s (uid %s), not to this ValkeyCluster (uid %s): it is neither used nor replaced, and no node is started; "+
+			"garbage collection removes it when its owner is gone (or delete it), then a new password is generated; to keep its password, name a copy of it in spec.passwordSecret",
+		s.Name, ref.Kind, ref.Name, ref.UID, vc.UID)}
 }
 
 // ownedNodes counts the ValkeyNodes this cluster object made (nodes of an earlier cluster of
@@ -164,7 +183,9 @@ func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyClus
 	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
 	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned} {
 		if c := status.Get(vc.Status.Conditions, t); c != nil {
-			st.Conditions = append(st.Conditions, *c)
+			kept := *c
+			kept.ObservedGeneration = 0 // written for the current generation, as before
+			st.Conditions = append(st.Conditions, kept)
 		}
 	}
 	if err := r.Status.ApplyCluster(ctx, vc, st); err != nil {

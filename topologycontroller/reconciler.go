@@ -26,6 +26,10 @@ type Reconciler struct {
 	Recorder  recorder.EventRecorder
 	Options   Options
 	Status    status.Applier
+
+	stalls stallBook
+	// failovers are the failovers under way or backing off (see failover).
+	failovers *failoverTries
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -58,23 +62,28 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	nodes, err := r.fanOut(ctx, vc, ref)
+	nodes, waiting, err := r.fanOut(ctx, vc, ref)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	cs := newConns(password, r.Options.DialTimeout, r.Options.CommandTimeout)
 	defer cs.close()
 	st := r.observe(ctx, vc, nodes, cs)
+	for _, w := range waiting {
+		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
+	}
 	if pe := passwordRefused(st, ref); pe != nil {
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)
 	}
 	computeJoined(st)
+	r.settleFailovers(st)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
+	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -51,10 +51,15 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 }
 
 // stableFor tells whether every node but skip is joined and ready and the slots are settled:
-// the only time a ready node may be taken down.
-func stableFor(st *clusterState, skip string) (bool, string) {
+// the only time a ready node may be taken down. Slots that skip itself owns while it does
+// not answer are not held against it.
+func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
+	skipID := recordedID(skip)
+	if m := st.rollMember(skip); m != nil {
+		skipID = m.id()
+	}
 	for _, n := range st.nodes {
-		if n.Name == skip {
+		if n.Name == skip.Name {
 			continue
 		}
 		if !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
@@ -74,18 +79,21 @@ func stableFor(st *clusterState, skip string) (bool, string) {
 		return false, "slots are moving"
 	}
 	for id, v := range st.view {
-		if v.primary() && v.slotCount() > 0 && st.byID[id] == nil {
+		if v.primary() && v.slotCount() > 0 && st.byID[id] == nil && id != skipID {
 			return false, "node " + short8(id) + " owns slots and is unreachable"
 		}
 	}
 	return true, ""
 }
 
-// rolls approves pod rolls: at most one ready node per cluster at a time, replicas first,
-// a primary only after its most up-to-date replica took over; a node whose pod is not
-// ready serves nothing and is approved at once. Approvals are counted from the API server,
-// not from memory or a possibly stale cache. Steps: clear finished rolls, approve the pods
-// that are not ready, pick the next node, hand it over.
+// rolls approves pod rolls: at most one serving node per cluster at a time, replicas first,
+// a primary only after its most up-to-date replica took over. A node whose pod is not ready
+// is approved at once only when Valkey does not know it as a primary that owns slots (or
+// knows it as failed with no replica to take over); otherwise it takes the same path as a
+// ready one. An approval holds only for the generation and the role it was given for.
+// Approvals are counted from the API server, not from memory or a possibly stale cache.
+// Steps: clear finished and withdraw stale approvals, approve the pods that serve nothing,
+// pick the next node, hand it over.
 func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) {
 	pending, anyApproved := rollRequests(st)
 	if !anyApproved && len(pending) == 0 {
@@ -95,45 +103,76 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 	if err != nil {
 		return false, err
 	}
-	ready, acted := r.approveNotReady(st, pending)
-	if len(ready) == 0 {
-		return acted, nil
+	serving, acted := r.approveNotServing(ctx, st, pending)
+	if len(serving) == 0 {
+		return acted || cleared, nil
 	}
 	if active > 0 || cleared {
 		// After a clear, the next approval waits for the next round: the clear is written
 		// first, so two nodes are never seen approved at once.
-		waitForTurn(st, ready, "another node of the cluster is rolling")
+		waitForTurn(st, serving, "another node of the cluster is rolling")
 		return acted || cleared, nil
 	}
-	next, primary, why := pickNextRoll(st, ready)
+	next, primary, why := pickNextRoll(st, serving)
 	if next == nil {
-		waitForTurn(st, ready, why)
+		waitForTurn(st, serving, why)
 		return acted, nil
 	}
 	if err := r.handOver(ctx, st, next, primary); err != nil {
 		return true, err
 	}
-	waitForTurn(st, ready, "another node of the cluster is rolling")
+	waitForTurn(st, serving, "another node of the cluster is rolling")
 	return true, nil
 }
 
 // rollRequests are the nodes whose roll is pending for their current generation and not
-// approved yet; anyApproved tells whether some node (as cached) is approved.
+// approved, or approved for another generation or role; anyApproved tells whether some
+// node (as cached) is approved.
 func rollRequests(st *clusterState) (pending []*valkeyv1.ValkeyNode, anyApproved bool) {
 	for _, n := range st.nodes {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			anyApproved = true
 		}
-		if n.DeletionTimestamp.IsZero() && status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollPending) &&
-			!status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
+		if holds, _ := approvalHolds(st, n); n.DeletionTimestamp.IsZero() && !holds &&
+			status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollPending) {
 			pending = append(pending, n)
 		}
 	}
 	return pending, anyApproved
 }
 
-// clearFinishedRolls withdraws the approval of nodes that are back from their roll, and
-// counts the approved nodes still rolling, fresh from the API server.
+// approvalHolds tells whether n's RollApproved=True still holds: it was given for n's
+// current generation and, until the workload applies the template, for the role n has now.
+// The reason names that role: ApprovedWithoutReplica a primary that owns slots; Approved
+// and FailedOver a node that owns none. why says what changed when it does not hold.
+func approvalHolds(st *clusterState, n *valkeyv1.ValkeyNode) (holds bool, why string) {
+	c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return false, ""
+	}
+	if c.ObservedGeneration != n.Generation {
+		return false, fmt.Sprintf("approved for generation %d; the node is at generation %d now", c.ObservedGeneration, n.Generation)
+	}
+	if p := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending); p != nil && p.Reason == valkeyv1.ReasonRolling {
+		return true, "" // applied: the approval is spent
+	}
+	serves, known := st.servesSlots(n)
+	if asPrimary := c.Reason == valkeyv1.ReasonApprovedNoReplica; known && serves != asPrimary {
+		return false, fmt.Sprintf("approved (%s) as %s; it is %s now", c.Reason, roleWord(asPrimary), roleWord(serves))
+	}
+	return true, ""
+}
+
+func roleWord(servesSlots bool) string {
+	if servesSlots {
+		return "a primary that owns slots"
+	}
+	return "a node that owns no slots"
+}
+
+// clearFinishedRolls withdraws the approval of nodes that are back from their roll, or
+// whose approval no longer holds, and counts the approved nodes still rolling, fresh from
+// the API server.
 func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (active int, cleared bool, err error) {
 	var list valkeyv1.ValkeyNodeList
 	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.cluster.Name}); err != nil {
@@ -150,6 +189,12 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 			cleared = true
 			continue
 		}
+		if holds, why := approvalHolds(st, n); !holds {
+			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
+			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
+			cleared = true
+			continue
+		}
 		if n.DeletionTimestamp.IsZero() {
 			active++ // a node being deleted does not hold the others back
 		}
@@ -157,19 +202,49 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 	return active, cleared, nil
 }
 
-// approveNotReady approves at once the pending nodes whose pod is not ready (they serve
-// nothing) and returns the others.
-func (r *Reconciler) approveNotReady(st *clusterState, pending []*valkeyv1.ValkeyNode) (ready []*valkeyv1.ValkeyNode, acted bool) {
+// approveNotServing approves at once the pending nodes whose pod is not ready and that
+// serve nothing, and returns the others (ready, or known to Valkey as a primary that owns
+// slots): they wait for their turn like any other.
+func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pending []*valkeyv1.ValkeyNode) (serving []*valkeyv1.ValkeyNode, acted bool) {
+	r.probeNotReady(ctx, st, pending)
 	for _, n := range pending {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
-			ready = append(ready, n)
+			serving = append(serving, n)
 			continue
 		}
-		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "pod not ready: it serves nothing")
-		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: its pod is not ready", n.Name)
+		reason, msg := notServingApproval(st, n)
+		if reason == "" {
+			serving = append(serving, n)
+			continue
+		}
+		st.roll[n.Name] = rollCondition(true, reason, msg)
+		eventType := corev1.EventTypeNormal
+		if reason == valkeyv1.ReasonApprovedNoReplica {
+			eventType = corev1.EventTypeWarning
+		}
+		r.event(st, n, eventType, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: %s", n.Name, msg)
 		acted = true
 	}
-	return ready, acted
+	return serving, acted
+}
+
+// notServingApproval is the approval reason and message of a node whose pod is not ready,
+// when it may roll at once: Valkey does not know it as a primary that owns slots, nothing
+// of the cluster answers to tell, or the cluster flags it failed and no replica in sync
+// can take over (waiting would not bring its slots back). "" when it must wait its turn.
+func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg string) {
+	line, _, known := st.servedBy(n)
+	switch {
+	case !known:
+		return valkeyv1.ReasonApproved, "pod not ready, and neither its server nor any member of the cluster answers"
+	case (line == nil || !line.primary() || line.slotCount() == 0) && failingOver(n):
+		return valkeyv1.ReasonFailedOver, "pod not ready; failed over to a replica: safe to restart"
+	case line == nil || !line.primary() || line.slotCount() == 0:
+		return valkeyv1.ReasonApproved, "pod not ready and not a primary that owns slots: it serves nothing"
+	case line.failed() && len(syncedReplicas(st, st.rollMember(n))) == 0:
+		return valkeyv1.ReasonApprovedNoReplica, fmt.Sprintf("pod not ready; the cluster flags it failed and no replica in sync can take over: its %d slots are unavailable until it is back", line.slotCount())
+	}
+	return "", ""
 }
 
 // waitForTurn marks the nodes not decided this round as waiting, with why.
@@ -181,9 +256,9 @@ func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
 	}
 }
 
-// pickNextRoll chooses the node to roll next among ready ones (replicas first) and whether
+// pickNextRoll chooses the node to roll next among serving ones (replicas first) and whether
 // it is a primary that owns slots; nil with the reason when none may go now.
-func pickNextRoll(st *clusterState, ready []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
+func pickNextRoll(st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
 	// Choose the order only once the workload controller has looked at every node's
 	// current spec: a replica whose roll is not reported yet must still go first.
 	for _, n := range st.nodes {
@@ -192,11 +267,11 @@ func pickNextRoll(st *clusterState, ready []*valkeyv1.ValkeyNode) (*valkeyv1.Val
 			return nil, false, "waiting for the workload controller to evaluate " + n.Name
 		}
 	}
-	cands := make([]RollCandidate, 0, len(ready))
+	cands := make([]RollCandidate, 0, len(serving))
 	byName := map[string]*valkeyv1.ValkeyNode{}
-	for _, n := range ready {
-		m := st.members[n.Name]
-		cands = append(cands, RollCandidate{Name: n.Name, Primary: m.reachable() && m.self.primary() && m.self.slotCount() > 0})
+	for _, n := range serving {
+		serves, _ := st.servesSlots(n)
+		cands = append(cands, RollCandidate{Name: n.Name, Primary: serves})
 		byName[n.Name] = n
 	}
 	next := RollOrder(cands)[0]
@@ -205,8 +280,12 @@ func pickNextRoll(st *clusterState, ready []*valkeyv1.ValkeyNode) (*valkeyv1.Val
 			return nil, false, "replicas roll first: waiting for the claim of " + o.Name
 		}
 	}
-	if ok, why := stableFor(st, next.Name); !ok {
-		return nil, false, "waiting for the cluster to settle: " + why
+	if ok, why := stableFor(st, byName[next.Name]); !ok {
+		msg := "waiting for the cluster to settle: " + why
+		if n := byName[next.Name]; next.Primary && !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
+			msg = n.Name + "'s pod is not ready but it is a primary that owns slots (it may still serve): " + msg
+		}
+		return nil, false, msg
 	}
 	return byName[next.Name], next.Primary, ""
 }
@@ -226,29 +305,43 @@ func replicaWaitingForVolume(st *clusterState) *valkeyv1.ValkeyNode {
 	return nil
 }
 
-// handOver approves n's roll: a replica at once; a primary without a synced replica with a
+// handOver approves n's roll: a node that owns no slots at once (reason FailedOver when it
+// is the primary failed over for this roll); a primary without a synced replica with a
 // warning (its slots are unavailable while it restarts); any other primary after its most
-// up-to-date replica took over.
+// up-to-date replica took over, which failover starts and a later round sees done.
 func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, primary bool) error {
-	m := st.members[n.Name]
+	m := st.rollMember(n)
+	key := failoverKey{cluster: st.cluster.UID, node: n.Name}
+	t := r.failovers.get(key)
 	switch {
+	case !primary && failingOver(n):
+		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
+		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	case !primary:
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
 		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
-	case len(syncedReplicas(st, m)) == 0:
+	case len(syncedReplicas(st, m)) == 0 && !t.running():
 		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
 		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.slotCount())
 	default:
-		// Tell the world first, then fail over, then approve.
-		if err := r.applyRollOnly(ctx, st, n, rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
-			return err
+		if stalled, _ := r.failoverStalled(st, n.Name); !t.running() && !stalled {
+			// Tell the world first, then start the failover; a later round approves.
+			if err := r.applyRollOnly(ctx, st, n, rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
+				return err
+			}
 		}
-		if err := r.failover(ctx, st, m, "roll"); err != nil {
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failover not done yet: "+err.Error())
-			return nil
+		r.failover(ctx, st, m, "roll")
+		st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
+		if stalled, why := r.failoverStalled(st, n.Name); stalled {
+			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailoverBackoff, why)
 		}
-		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
-		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	}
 	return nil
+}
+
+// failingOver tells whether n's roll waits for (or waited for) a failover of n: a node that
+// owns no slots now, after it, is approved with reason FailedOver.
+func failingOver(n *valkeyv1.ValkeyNode) bool {
+	c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
+	return c != nil && c.Status == metav1.ConditionFalse && (c.Reason == valkeyv1.ReasonFailingOver || c.Reason == valkeyv1.ReasonFailoverBackoff)
 }

@@ -35,7 +35,8 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 				continue // balanceSlots moves a removed shard's slots away first
 			}
 			// An extra replica index that is its shard's primary now: fail over first.
-			return true, r.failover(ctx, st, m, "scale-in of replicas")
+			r.failover(ctx, st, m, "scale-in of replicas")
+			return true, nil
 		}
 		if removedShard && !isReplica(st, n) && shardSize[n.Spec.Shard] > 1 {
 			continue // the shard's replicas go first

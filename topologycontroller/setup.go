@@ -3,7 +3,9 @@
 // from the pod IPs the workload controller reports (MEET, slots, REPLICATE, FORGET), moves
 // slots when the cluster scales, approves pod rolls one node at a time after failing
 // primaries over, and reports Drained while a node is deleted. It keeps nothing in memory
-// between reconciles: everything is read again from the API server and from Valkey.
+// between reconciles but the backoff of slots whose keys could not move (see stallBook) and
+// of failovers that did not complete: everything else is read again from the API server and
+// from Valkey.
 package topologycontroller
 
 import (
@@ -47,6 +49,10 @@ type Options struct {
 	MigrationMode string `mapstructure:"migration-mode"`
 	// FailoverTimeout bounds waiting for a replica to take over after CLUSTER FAILOVER.
 	FailoverTimeout time.Duration `mapstructure:"failover-timeout"`
+	// FailoverBackoff is the wait before a failover that did not complete is tried again;
+	// it doubles with each failure in a row, up to FailoverBackoffMax.
+	FailoverBackoff    time.Duration `mapstructure:"failover-backoff"`
+	FailoverBackoffMax time.Duration `mapstructure:"failover-backoff-max"`
 	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
 	// source: a node failing over on its own is only seen by looking).
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
@@ -70,6 +76,8 @@ func DefaultOptions() Options {
 		MigrationSlotsPerReconcile: 256,
 		MigrationMode:              MigrationAuto,
 		FailoverTimeout:            30 * time.Second,
+		FailoverBackoff:            10 * time.Second,
+		FailoverBackoffMax:         5 * time.Minute,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
 	}
@@ -85,6 +93,8 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.MigrationSlotsPerReconcile, d.MigrationSlotsPerReconcile)
 	orDefault(&o.MigrationMode, d.MigrationMode)
 	orDefault(&o.FailoverTimeout, d.FailoverTimeout)
+	orDefault(&o.FailoverBackoff, d.FailoverBackoff)
+	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
 	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
 	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
 	return o
@@ -104,7 +114,8 @@ func (o Options) Validate() error {
 	if o.ValkeyPort < 0 || o.ValkeyPort > 65535-10000 {
 		errs = append(errs, fmt.Errorf("valkey-port %d out of range (its cluster bus port is +10000)", o.ValkeyPort))
 	}
-	for name, d := range map[string]time.Duration{"valkey-dial-timeout": o.DialTimeout, "valkey-command-timeout": o.CommandTimeout, "failover-timeout": o.FailoverTimeout, "resync-period": o.ResyncPeriod} {
+	for name, d := range map[string]time.Duration{"valkey-dial-timeout": o.DialTimeout, "valkey-command-timeout": o.CommandTimeout, "failover-timeout": o.FailoverTimeout,
+		"failover-backoff": o.FailoverBackoff, "failover-backoff-max": o.FailoverBackoffMax, "resync-period": o.ResyncPeriod} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
 		}
@@ -147,6 +158,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(Name),
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
+		failovers: newFailoverTries(),
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).
 		Named("topology").

@@ -25,10 +25,18 @@ type clusterState struct {
 	primary map[int32]*member            // shard → its reachable primary
 	out     map[string]*nodeStatus       // by node name: the status to apply
 	roll    map[string]*metav1.Condition // RollApproved decided this round
+	probed  map[string]*member           // by node name: servers of not-ready pods dialed for a roll
 
 	progress  []string
 	migrating bool
 	requeue   time.Duration
+	// stalled describes the slots whose keys could not move (see stallBook); stalledNow
+	// are the slots that failed this round.
+	stalled    string
+	stalledNow map[int]bool
+	stalledBy  map[[2]*member][]int // source and target → slots stalled this round
+	// balanced: the slots phase found nothing to move this round.
+	balanced bool
 }
 
 // nodeStatus is the topology status of one ValkeyNode.
@@ -42,7 +50,8 @@ func newClusterState(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, c
 		cluster: vc, cs: cs, nodes: nodes,
 		members: map[string]*member{}, view: map[string]*clusterNode{}, byID: map[string]*member{},
 		primary: map[int32]*member{}, out: map[string]*nodeStatus{},
-		roll: map[string]*metav1.Condition{},
+		roll: map[string]*metav1.Condition{}, stalledNow: map[int]bool{},
+		stalledBy: map[[2]*member][]int{},
 	}
 }
 

@@ -68,7 +68,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 			errs = append(errs, err)
 		}
 	}
-	if err := r.Status.ApplyCluster(ctx, st.cluster, summarize(factsOf(st))); err != nil {
+	facts := factsOf(st)
+	facts.failoversStalled = r.stalledFailovers(st)
+	if err := r.Status.ApplyCluster(ctx, st.cluster, summarize(facts)); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -95,15 +97,25 @@ func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.
 	return status.TopologyShare{Conditions: conds, Topology: st.out[n.Name].topo}
 }
 
-// rollApproval is n's RollApproved: as decided this round, else as written before while a
-// roll is pending or approved, else NotRequested.
+// rollApproval is n's RollApproved: as decided this round; else an approval written before
+// while it holds (same generation, same role: it keeps the generation it was given for);
+// else withdrawn when it no longer holds; else the waiting state written before while a roll
+// is pending; else NotRequested.
 func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
 	if c := st.roll[n.Name]; c != nil {
 		return *c
 	}
 	cur := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
-	if cur != nil && (cur.Status == metav1.ConditionTrue || status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending)) {
+	switch {
+	case cur != nil && cur.Status == metav1.ConditionTrue:
+		if holds, why := approvalHolds(st, n); !holds {
+			return *rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
+		}
 		return *cur
+	case cur != nil && status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending):
+		waiting := *cur
+		waiting.ObservedGeneration = 0 // still waiting at the current generation
+		return waiting
 	}
 	return *rollCondition(false, valkeyv1.ReasonNotRequested, "no roll requested")
 }

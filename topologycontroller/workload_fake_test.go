@@ -56,6 +56,10 @@ type fakeWorkload struct {
 
 	maxApproved int
 	approvals   []approval
+
+	// held nodes are left alone (a workload controller that is down or slow): their server
+	// runs on, and a test reports their workload status itself.
+	held map[string]bool
 }
 
 // approval is a roll approval as the workload saw it, with the node's role at that moment.
@@ -126,6 +130,9 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 			continue
 		}
 		s := f.srv[n.Name]
+		if f.held[n.Name] && s != nil {
+			continue
+		}
 		if s == nil {
 			var err error
 			if s, err = f.startServer(ctx, n, ""); err != nil {
@@ -245,6 +252,20 @@ func (f *fakeWorkload) reportPhase(ctx context.Context, n *valkeyv1.ValkeyNode, 
 			Kind: "StatefulSet", Name: valkeyv1.WorkloadName(n.Name), PodName: valkeyv1.WorkloadName(n.Name) + "-0", PodIP: ip,
 		},
 	})
+}
+
+// hold leaves the nodes alone (or, with false, takes them back: their status is reported
+// again on the next tick).
+func (f *fakeWorkload) hold(held bool, names ...string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.held == nil {
+		f.held = map[string]bool{}
+	}
+	for _, name := range names {
+		f.held[name] = held
+		f.gen[name] = 0
+	}
 }
 
 // setWaitVolume holds (or releases) a node's roll as waiting for its claim; the next tick

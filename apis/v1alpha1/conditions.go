@@ -77,7 +77,8 @@ const (
 	// known node ID and role; status.topology carries them.
 	ConditionClusterJoined = "ClusterJoined"
 	// ConditionRollApproved is True when it is safe to restart this node now for the
-	// generation in its observedGeneration.
+	// generation in its observedGeneration and the role its reason names (Approved and
+	// FailedOver: owns no slots; ApprovedWithoutReplica: a primary that owns slots).
 	ConditionRollApproved = "RollApproved"
 	// ConditionDrained is set while the node is being deleted: True once it owns no slots
 	// (or needs no drain), False while slots move off it.
@@ -88,6 +89,10 @@ const (
 	ReasonMeeting            = "Meeting"
 	ReasonReplicating        = "Replicating"
 	ReasonNotInCluster       = "NotInCluster"
+	// ReasonKeysNotElsewhere (ClusterJoined=False): a primary without slots holds keys of
+	// slots whose owners do not hold them (or cannot be asked); it is not flushed to become
+	// a replica until they do, or until the user empties it.
+	ReasonKeysNotElsewhere = "KeysNotElsewhere"
 
 	ReasonApproved          = "Approved"
 	ReasonFailedOver        = "FailedOver"
@@ -95,11 +100,22 @@ const (
 	ReasonWaitingForTurn    = "WaitingForTurn"
 	ReasonFailingOver       = "FailingOver"
 	ReasonNotRequested      = "NotRequested"
+	// ReasonApprovalWithdrawn (RollApproved=False): an approval given for an earlier
+	// generation, or for a role the node no longer has, no longer holds; the roll is decided
+	// again.
+	ReasonApprovalWithdrawn = "ApprovalWithdrawn"
+	// ReasonFailoverBackoff: a failover did not complete (the replica did not take over in
+	// time, or refused); the next try waits for a delay that doubles with each failure
+	// (RollApproved=False on the node; Progressing=True on the ValkeyCluster).
+	ReasonFailoverBackoff = "FailoverBackoff"
 
 	ReasonNoSlots         = "NoSlots"
 	ReasonNeverJoined     = "NeverJoined"
 	ReasonClusterDeleting = "ClusterDeleting"
 	ReasonMigratingSlots  = "MigratingSlots"
+	// ReasonPrimaryDown (Drained=False): a replica whose primary is down may hold the
+	// shard's last copy; it is kept until the primary is back or it has taken over.
+	ReasonPrimaryDown = "PrimaryDown"
 )
 
 // ValkeyCluster conditions (writer: topology controller).
@@ -109,7 +125,8 @@ const (
 	// cluster_state ok (reason Ready; NotReady otherwise).
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while the topology controller has work under way
-	// (reasons Forming, MigratingSlots, Scaling, Rolling; Settled when False).
+	// (reasons Forming, MigratingSlots, MigrationStalled, Scaling, Rolling, FailoverBackoff;
+	// Settled when False).
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
 	// ClusterStateFail, PrimaryRollingWithoutReplica; Healthy when False).
@@ -128,12 +145,19 @@ const (
 	ReasonClusterStateFail = "ClusterStateFail"
 	ReasonAllSlotsAssigned = "AllSlotsAssigned"
 	ReasonSlotsUnassigned  = "SlotsUnassigned"
+	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
+	// message names the slots and the server's error. They are tried again with backoff.
+	ReasonMigrationStalled = "MigrationStalled"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.
 	ReasonPasswordSecretMissing = "PasswordSecretMissing"
 	// ReasonPasswordKeyMissing (Ready=False): the password Secret has no value under its key.
 	ReasonPasswordKeyMissing = "PasswordKeyMissing"
+	// ReasonPasswordSecretNotOwned (Ready=False): the Secret <cluster>-auth exists but is
+	// controlled by another object (an earlier ValkeyCluster of the same name that garbage
+	// collection has not removed yet); it is neither used nor replaced.
+	ReasonPasswordSecretNotOwned = "PasswordSecretNotOwned"
 	// ReasonPasswordRejected (Ready=False): servers refuse the password in the Secret (its
 	// value was changed after they started); nothing is done in Valkey until they accept it.
 	ReasonPasswordRejected = "PasswordRejected"

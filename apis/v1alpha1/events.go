@@ -28,12 +28,27 @@ const (
 	EventMigrating          = "Migrating"
 	EventMigrated           = "Migrated"
 	EventMigrationFailed    = "MigrationFailed"
+	EventMigrationStalled   = "MigrationStalled"
+	EventMigrationSettled   = "MigrationSettled"
 	EventFailingOver        = "FailingOver"
 	EventFailedOver         = "FailedOver"
 	EventRollApproved       = "RollApproved"
 	EventRollWithoutReplica = "RollWithoutReplica"
 	EventRollFinished       = "RollFinished"
 	EventScaledIn           = "ScaledIn"
+	// EventKeysNotFlushed (Warning): a primary without slots holds keys its slots' owners do
+	// not hold; it is kept out of the cluster instead of being flushed.
+	EventKeysNotFlushed = "KeysNotFlushed"
+)
+
+// Event reasons of the topology controller about failovers and roll approvals.
+const (
+	// EventFailoverStalled (Warning): a failover did not complete; it is tried again after a
+	// backoff (condition reason FailoverBackoff).
+	EventFailoverStalled = "FailoverStalled"
+	// EventRollApprovalWithdrawn (Normal): a roll approval given for an earlier generation, or
+	// for a role the node no longer has, was withdrawn; the roll is decided again.
+	EventRollApprovalWithdrawn = "RollApprovalWithdrawn"
 )
 
 // Event reasons of the workload controller. It also records EventDrainSkipped (Warning)

@@ -20,6 +20,8 @@ func main() {
 	fs.Int("migration-slots-per-reconcile", d.MigrationSlotsPerReconcile, "slots moved key by key before status is reported and the migration goes on")
 	fs.String("migration-mode", d.MigrationMode, "how slots move: auto (atomically with CLUSTER MIGRATESLOTS where both servers are Valkey 9 or later, else key by key) or keys (always key by key)")
 	fs.Duration("failover-timeout", d.FailoverTimeout, "how long to wait for a replica to take over after CLUSTER FAILOVER")
+	fs.Duration("failover-backoff", d.FailoverBackoff, "wait before a failover that did not complete is tried again (doubles with each failure)")
+	fs.Duration("failover-backoff-max", d.FailoverBackoffMax, "longest wait between two tries of a failover")
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	var s options.Settings[topologycontroller.Options]

@@ -79,11 +79,15 @@ func (a Applier) now() metav1.Time {
 }
 
 // stamp returns desired with observedGeneration set to generation and lastTransitionTime
-// kept from current when a condition's status is unchanged (now otherwise).
+// kept from current when a condition's status is unchanged (now otherwise). A condition
+// that carries its own observedGeneration keeps it: a decision made for an earlier
+// generation (a cached approval) is never re-stamped as one for the current generation.
 func stamp(current, desired []metav1.Condition, generation int64, now metav1.Time) []metav1.Condition {
 	out := make([]metav1.Condition, 0, len(desired))
 	for _, c := range desired {
-		c.ObservedGeneration = generation
+		if c.ObservedGeneration == 0 {
+			c.ObservedGeneration = generation
+		}
 		if c.Reason == "" {
 			c.Reason = "Unknown"
 		}

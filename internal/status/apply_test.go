@@ -131,6 +131,30 @@ func TestApplyWritesOnlyChanges(t *testing.T) {
 		t.Fatalf("ClusterJoined %+v, want Joined", got)
 	}
 
+	// A condition that carries its own observedGeneration keeps it after the generation
+	// moved on (a decision for an earlier generation is never re-stamped as current), and
+	// is not written again when it is shown as it is.
+	n := read()
+	n.Spec.Image = "valkey/valkey:next"
+	must(t, c.Update(ctx, n))
+	n = read()
+	old := status.Condition(v1.ConditionRollApproved, true, v1.ReasonApproved, "replica: safe to restart")
+	old.ObservedGeneration = n.Generation - 1
+	approved := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, true, v1.ReasonJoined, "primary"), old}}
+	must(t, a.ApplyNode(ctx, n, approved))
+	n = read()
+	if got := status.Get(n.Status.Conditions, v1.ConditionRollApproved); got == nil || got.ObservedGeneration != n.Generation-1 ||
+		status.IsCurrentTrue(n, n.Status.Conditions, v1.ConditionRollApproved) {
+		t.Fatalf("RollApproved %+v at generation %d: want it kept at generation %d", got, n.Generation, n.Generation-1)
+	}
+	if got := status.Get(n.Status.Conditions, v1.ConditionClusterJoined); got.ObservedGeneration != n.Generation {
+		t.Fatalf("ClusterJoined at generation %d, want %d", got.ObservedGeneration, n.Generation)
+	}
+	must(t, a.ApplyNode(ctx, n, approved))
+	if again := read(); again.ResourceVersion != n.ResourceVersion {
+		t.Fatalf("an unchanged share with an earlier generation was written again")
+	}
+
 	// A ValkeyCluster's zero counters are written, not left out.
 	vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: v1.ValkeyClusterSpec{Shards: 1}}
 	must(t, c.Create(ctx, vc))

@@ -78,7 +78,8 @@ func UnchangedCluster(vc *valkeyv1.ValkeyCluster, st valkeyv1.ValkeyClusterStatu
 }
 
 // SameConditions tells whether cur holds exactly the conditions of want among the owned
-// types, each with the same status, reason and message, written for obj's generation.
+// types, each with the same status, reason and message, written for obj's generation (or
+// for the generation a wanted condition carries itself).
 func SameConditions(obj client.Object, cur, want []metav1.Condition, owned []string) bool {
 	have := 0
 	for _, c := range cur {
@@ -93,8 +94,11 @@ func SameConditions(obj client.Object, cur, want []metav1.Condition, owned []str
 	}
 	for _, w := range want {
 		c := Get(cur, w.Type)
-		if c == nil || c.Status != w.Status || c.Reason != w.Reason || c.Message != w.Message ||
-			c.ObservedGeneration != obj.GetGeneration() {
+		gen := w.ObservedGeneration
+		if gen == 0 {
+			gen = obj.GetGeneration()
+		}
+		if c == nil || c.Status != w.Status || c.Reason != w.Reason || c.Message != w.Message || c.ObservedGeneration != gen {
 			return false
 		}
 	}

@@ -1,0 +1,163 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// keptKeysRecheck is how often a node kept out of the cluster for its keys is looked at
+// again (the user copies or drops them; Valkey is no watch source).
+const keptKeysRecheck = 5 * time.Second
+
+// flushIfHeldElsewhere empties m, a primary without slots, before it becomes a replica or
+// gets its first slots, but only when every slot it holds keys of is owned by a reachable
+// primary holding at least as many keys of that slot (CLUSTER COUNTKEYSINSLOT on both).
+// Otherwise its keys may exist nowhere else (it came back from a retained claim after its
+// slots went to a node that never had them): it is left as it is, with ClusterJoined=False
+// KeysNotElsewhere and a Warning event, and false is returned.
+func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState, m *member) (bool, error) {
+	keys, err := dbSize(ctx, st.cs, m.addr)
+	if err != nil || keys == 0 {
+		return err == nil, err
+	}
+	missing, err := keysNotElsewhere(ctx, st, m)
+	if err != nil {
+		return false, err
+	}
+	if missing != "" {
+		r.keepKeys(st, m, keys, missing)
+		return false, nil
+	}
+	return true, st.cs.ok(ctx, m.addr, "FLUSHALL")
+}
+
+// keepKeys reports a node whose keys are not flushed (an event only when the news is new).
+func (r *Reconciler) keepKeys(st *clusterState, m *member, keys int64, missing string) {
+	msg := fmt.Sprintf("holds %d keys but owns no slots, and %s: they may exist nowhere else, so it is not emptied to join as a replica. "+
+		"Copy the keys to the cluster (for example MIGRATE … COPY from this server to the slot's owner), or run FLUSHALL on it if they are not needed; it then joins",
+		keys, missing)
+	cur := status.Get(m.node.Status.Conditions, valkeyv1.ConditionClusterJoined)
+	if cur == nil || cur.Reason != valkeyv1.ReasonKeysNotElsewhere || cur.Message != msg {
+		r.event(st, m.node, corev1.EventTypeWarning, valkeyv1.EventKeysNotFlushed, "KeepKeys", "node %s %s", m.node.Name, msg)
+	}
+	st.out[m.node.Name].joined = joinedCondition(false, valkeyv1.ReasonKeysNotElsewhere, msg)
+	st.wait(fmt.Sprintf("node %s holds keys found nowhere else", m.node.Name), keptKeysRecheck)
+}
+
+// keysNotElsewhere compares, slot by slot, the keys m holds with those of the slot's owner
+// in the seed's view. It describes the slots whose owner holds fewer keys, is unknown or
+// cannot be asked; "" when there are none.
+func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string, error) {
+	mine, err := countKeysInSlots(ctx, st.cs, m.addr, allSlots())
+	if err != nil {
+		return "", err
+	}
+	owner := slotOwnerIDs(st)
+	bySlotOwner := map[string][]int{}
+	for slot := range mine {
+		bySlotOwner[owner[slot]] = append(bySlotOwner[owner[slot]], slot)
+	}
+	theirs := map[int]int64{}
+	for id, slots := range bySlotOwner {
+		if o := st.byID[id]; o != nil && id != m.id() {
+			counts, err := countKeysInSlots(ctx, st.cs, o.addr, slots)
+			if err != nil {
+				return "", err
+			}
+			for slot, n := range counts {
+				theirs[slot] = n
+			}
+		}
+	}
+	short, first := 0, ""
+	for slot := 0; slot < TotalSlots; slot++ {
+		if mine[slot] == 0 || theirs[slot] >= mine[slot] {
+			continue
+		}
+		short++
+		if first == "" {
+			first = describeShortSlot(st, slot, mine[slot], theirs[slot], owner[slot])
+		}
+	}
+	if short == 0 {
+		return "", nil
+	}
+	return fmt.Sprintf("in %d slots its keys are not all on the slot's owner (first: %s)", short, first), nil
+}
+
+// describeShortSlot names a slot whose owner lacks keys m holds.
+func describeShortSlot(st *clusterState, slot int, mine, theirs int64, id string) string {
+	o := st.byID[id]
+	switch {
+	case id == "":
+		return fmt.Sprintf("slot %d: %d keys here, no owner", slot, mine)
+	case o == nil:
+		return fmt.Sprintf("slot %d: %d keys here, its owner %s unreachable", slot, mine, short8(id))
+	}
+	return fmt.Sprintf("slot %d: %d keys here, %d on its owner %s", slot, mine, theirs, o.node.Name)
+}
+
+// slotOwnerIDs maps every slot to its owner in the seed's view ("" when unowned).
+func slotOwnerIDs(st *clusterState) map[int]string {
+	out := make(map[int]string, TotalSlots)
+	for id, n := range st.view {
+		if !n.primary() {
+			continue
+		}
+		for _, slot := range expandSlots(n.Slots) {
+			out[slot] = id
+		}
+	}
+	return out
+}
+
+func allSlots() []int {
+	out := make([]int, TotalSlots)
+	for i := range out {
+		out[i] = i
+	}
+	return out
+}
+
+// countKeysInSlots is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined.
+func countKeysInSlots(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
+	cmds := make([][]string, len(slots))
+	for i, slot := range slots {
+		cmds[i] = []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)}
+	}
+	res, err := cs.multi(ctx, addr, cmds)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int]int64, len(slots))
+	for i, r := range res {
+		n, err := r.AsInt64()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT on %s: %w", addr, err)
+		}
+		if n > 0 {
+			out[slots[i]] = n
+		}
+	}
+	return out, nil
+}
+
+// dbSize is the number of keys of the server at addr.
+func dbSize(ctx context.Context, cs *conns, addr string) (int64, error) {
+	s, err := cs.do(ctx, addr, "DBSIZE")
+	if err != nil {
+		return 0, err
+	}
+	n, err := s.AsInt64()
+	if err != nil {
+		return 0, fmt.Errorf("DBSIZE on %s: %w", addr, err)
+	}
+	return n, nil
+}

@@ -1,0 +1,157 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/valkey-io/valkey-go"
+)
+
+// keyBatch is the keys of one slot that one MIGRATE carries, and their size.
+type keyBatch struct {
+	slot  int
+	keys  []string
+	bytes int64
+}
+
+// moveKeys migrates every key of the slots from src to dst until GETKEYSINSLOT finds none
+// left. It returns the slots whose keys could not move, with the server's error: the
+// others go on moving.
+func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *member) (map[int]string, error) {
+	failed := map[int]string{}
+	pending := slots
+	for len(pending) > 0 {
+		keys, err := r.slotKeys(ctx, st, src, pending)
+		if err != nil {
+			return nil, err
+		}
+		batches, err := r.keyBatches(ctx, st, src, pending, keys)
+		if err != nil {
+			return nil, err
+		}
+		if err := r.runMigrates(ctx, st, src, dst, batches, failed); err != nil {
+			return nil, err
+		}
+		var next []int
+		for _, slot := range pending {
+			if len(keys[slot]) > 0 && failed[slot] == "" {
+				next = append(next, slot)
+			}
+		}
+		pending = next
+	}
+	return failed, nil
+}
+
+// slotKeys is up to MigrationBatchSize keys of each slot on src (GETKEYSINSLOT, pipelined).
+func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *member, slots []int) (map[int][]string, error) {
+	count := strconv.Itoa(r.Options.MigrationBatchSize)
+	cmds := make([][]string, 0, len(slots))
+	for _, s := range slots {
+		cmds = append(cmds, []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(s), count})
+	}
+	res, err := st.cs.multi(ctx, src.addr, cmds)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[int][]string, len(slots))
+	for i, r := range res {
+		keys, err := r.AsStrSlice()
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], src.addr, err)
+		}
+		out[slots[i]] = keys
+	}
+	return out, nil
+}
+
+// keyBatches sizes the keys (MEMORY USAGE, pipelined) and cuts each slot's keys into
+// batches of at most migrateMaxBytes; a key larger than that goes alone.
+func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *member, slots []int, keys map[int][]string) ([]keyBatch, error) {
+	var cmds [][]string
+	for _, slot := range slots {
+		for _, k := range keys[slot] {
+			cmds = append(cmds, []string{"MEMORY", "USAGE", k})
+		}
+	}
+	res, err := st.cs.multi(ctx, src.addr, cmds)
+	if err != nil {
+		return nil, err
+	}
+	var out []keyBatch
+	i := 0
+	for _, slot := range slots {
+		var b keyBatch
+		for _, k := range keys[slot] {
+			size, err := res[i].AsInt64()
+			i++
+			if err != nil && !valkey.IsValkeyNil(err) {
+				return nil, fmt.Errorf("MEMORY USAGE on %s: %w", src.addr, err)
+			}
+			if len(b.keys) > 0 && b.bytes+size > migrateMaxBytes {
+				out = append(out, b)
+				b = keyBatch{}
+			}
+			b.slot, b.keys, b.bytes = slot, append(b.keys, k), b.bytes+size
+		}
+		if len(b.keys) > 0 {
+			out = append(out, b)
+		}
+	}
+	return out, nil
+}
+
+// runMigrates sends one MIGRATE per batch, pipelined in groups of about migrateMaxBytes. A
+// MIGRATE the server refuses marks its slot failed (its later batches are not sent this
+// round); an error reaching src fails the whole round.
+func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst *member, batches []keyBatch, failed map[int]string) error {
+	host, port, err := net.SplitHostPort(dst.addr)
+	if err != nil {
+		return err
+	}
+	for len(batches) > 0 {
+		n, bytes := 0, int64(0)
+		for n < len(batches) && (n == 0 || bytes+batches[n].bytes <= migrateMaxBytes) {
+			bytes += batches[n].bytes
+			n++
+		}
+		var cmds [][]string
+		var sent []keyBatch
+		for _, b := range batches[:n] {
+			if failed[b.slot] == "" {
+				cmds = append(cmds, migrateCmd(host, port, st.cs.password, b, r.Options.CommandTimeout))
+				sent = append(sent, b)
+			}
+		}
+		batches = batches[n:]
+		res, err := st.cs.multi(ctx, src.addr, cmds)
+		for i := range res {
+			e := res[i].Error()
+			if e == nil {
+				continue
+			}
+			if _, refused := valkey.IsValkeyErr(e); !refused {
+				return err
+			}
+			failed[sent[i].slot] = e.Error()
+		}
+		if err != nil && len(res) == 0 {
+			return err
+		}
+	}
+	return nil
+}
+
+// migrateCmd is the MIGRATE of a batch, with a timeout for its size, at most limit (the
+// command timeout, which also bounds the wait for its reply).
+func migrateCmd(host, port, password string, b keyBatch, limit time.Duration) []string {
+	timeout := min(migrateBaseTimeout+time.Duration(b.bytes)*time.Second/migrateBytesPerSecond, limit)
+	args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(timeout.Milliseconds(), 10), "REPLACE"}
+	if password != "" {
+		args = append(args, "AUTH", password)
+	}
+	return append(append(args, "KEYS"), b.keys...)
+}
