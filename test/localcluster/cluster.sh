@@ -307,6 +307,24 @@ start_apiserver() {
 		--allow-privileged=true --profiling=false
 }
 
+# start_controllers: kube-controller-manager and kube-scheduler (each unless running).
+start_controllers() {
+	local P="$L/pki"
+	start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+		--kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --controllers='*' --use-service-account-credentials=true \
+		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+		--service-cluster-ip-range="$SVC_CIDR" --leader-elect=false --profiling=false
+	start kube-scheduler "$K8S_BIN/kube-scheduler" \
+		--kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+}
+
 up() {
 	[ "$(id -u)" = 0 ] || die "must run as root"
 	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
@@ -333,19 +351,7 @@ up() {
 	wait_until 60 "etcd" curl -sf http://127.0.0.1:2379/health
 	wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
 	log "API server ready"
-	start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
-		--kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--authentication-kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--authorization-kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--bind-address=127.0.0.1 --controllers='*' --use-service-account-credentials=true \
-		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
-		--service-cluster-ip-range="$SVC_CIDR" --leader-elect=false --profiling=false
-	start kube-scheduler "$K8S_BIN/kube-scheduler" \
-		--kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--authentication-kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--authorization-kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+	start_controllers
 	start containerd /usr/bin/containerd --config "$L/containerd.toml"
 	wait_until 60 "containerd" ctr_ version
 	log "containerd ready"
@@ -472,6 +478,20 @@ down_node() {
 	done
 }
 
+# supervise_controllers SECONDS: start kube-controller-manager or kube-scheduler again when it
+# exits within SECONDS, as the kubelet or systemd would on a real control plane (there is no
+# init system here). kube-scheduler exits by design when, relisting after an API server
+# restart, it finds its cache inconsistent ("Scheduler cache is corrupted").
+supervise_controllers() {
+	local end=$(($(date +%s) + $1)) n
+	while [ "$(date +%s)" -lt "$end" ]; do
+		for n in kube-controller-manager kube-scheduler; do
+			pid_of "$n" >/dev/null || { log "$n exited: starting it again"; start_controllers; }
+		done
+		sleep 1
+	done
+}
+
 # restart NAME: stop one daemon (TERM, then KILL) and start it again with the same flags.
 restart() {
 	[ "$(id -u)" = 0 ] || die "must run as root"
@@ -482,6 +502,7 @@ restart() {
 		start_apiserver
 		wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
 		log "kube-apiserver restarted (pid $(pid_of kube-apiserver))"
+		supervise_controllers 30
 		;;
 	*) die "restart: only kube-apiserver is supported" ;;
 	esac
