@@ -8,6 +8,11 @@
 #   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
 #   test/localcluster/cluster.sh import TAR...  import image tarballs when the cluster is up
 #   test/localcluster/cluster.sh leftovers  list anything of the cluster left on the machine
+#   test/localcluster/cluster.sh restart kube-apiserver   stop the API server and start it
+#                                         again (a fault for the chaos suite), then wait until ready
+#   test/localcluster/cluster.sh signal CONTAINER-ID SIGNAL   signal a container's main process
+#                                         from the node (pid 1 of a container ignores SIGKILL
+#                                         sent from inside it); the ID as in the pod's status
 #
 # Needs root. Every daemon is started here with a PID file (there is no init system), logs go to
 # .local/cluster/logs. The kubeconfig is .local/cluster/admin.kubeconfig.
@@ -282,6 +287,44 @@ claim_owner() {
 	echo "$L" >"$OWNER"
 }
 
+# start_apiserver: the API server, on the node address only.
+start_apiserver() {
+	local P="$L/pki"
+	start kube-apiserver "$K8S_BIN/kube-apiserver" \
+		--etcd-servers=http://127.0.0.1:2379 \
+		--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port=6443 \
+		--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
+		--client-ca-file="$P/ca.crt" \
+		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
+		--kubelet-client-key="$P/apiserver-kubelet-client.key" \
+		--kubelet-certificate-authority="$P/ca.crt" \
+		--kubelet-preferred-address-types=InternalIP \
+		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
+		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
+		--service-cluster-ip-range="$SVC_CIDR" \
+		--authorization-mode=Node,RBAC \
+		--enable-admission-plugins=NodeRestriction \
+		--allow-privileged=true --profiling=false
+}
+
+# start_controllers: kube-controller-manager and kube-scheduler (each unless running).
+start_controllers() {
+	local P="$L/pki"
+	start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
+		--kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-controller-manager.kubeconfig" \
+		--bind-address=127.0.0.1 --controllers='*' --use-service-account-credentials=true \
+		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
+		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
+		--service-cluster-ip-range="$SVC_CIDR" --leader-elect=false --profiling=false
+	start kube-scheduler "$K8S_BIN/kube-scheduler" \
+		--kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authentication-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--authorization-kubeconfig="$L/kube-scheduler.kubeconfig" \
+		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+}
+
 up() {
 	[ "$(id -u)" = 0 ] || die "must run as root"
 	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
@@ -304,37 +347,11 @@ up() {
 		--listen-peer-urls http://127.0.0.1:2380 --initial-advertise-peer-urls http://127.0.0.1:2380 \
 		--initial-cluster local=http://127.0.0.1:2380 \
 		--quota-backend-bytes 2147483648 --unsafe-no-fsync --log-level warn
-	start kube-apiserver "$K8S_BIN/kube-apiserver" \
-		--etcd-servers=http://127.0.0.1:2379 \
-		--bind-address="$NODE_IP" --advertise-address="$NODE_IP" --secure-port=6443 \
-		--tls-cert-file="$P/apiserver.crt" --tls-private-key-file="$P/apiserver.key" \
-		--client-ca-file="$P/ca.crt" \
-		--kubelet-client-certificate="$P/apiserver-kubelet-client.crt" \
-		--kubelet-client-key="$P/apiserver-kubelet-client.key" \
-		--kubelet-certificate-authority="$P/ca.crt" \
-		--kubelet-preferred-address-types=InternalIP \
-		--service-account-issuer=https://kubernetes.default.svc.cluster.local \
-		--service-account-key-file="$P/sa.pub" --service-account-signing-key-file="$P/sa.key" \
-		--service-cluster-ip-range="$SVC_CIDR" \
-		--authorization-mode=Node,RBAC \
-		--enable-admission-plugins=NodeRestriction \
-		--allow-privileged=true --profiling=false
+	start_apiserver
 	wait_until 60 "etcd" curl -sf http://127.0.0.1:2379/health
 	wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
 	log "API server ready"
-	start kube-controller-manager "$K8S_BIN/kube-controller-manager" \
-		--kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--authentication-kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--authorization-kubeconfig="$L/kube-controller-manager.kubeconfig" \
-		--bind-address=127.0.0.1 --controllers='*' --use-service-account-credentials=true \
-		--service-account-private-key-file="$P/sa.key" --root-ca-file="$P/ca.crt" \
-		--cluster-signing-cert-file="$P/ca.crt" --cluster-signing-key-file="$P/ca.key" \
-		--service-cluster-ip-range="$SVC_CIDR" --leader-elect=false --profiling=false
-	start kube-scheduler "$K8S_BIN/kube-scheduler" \
-		--kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--authentication-kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--authorization-kubeconfig="$L/kube-scheduler.kubeconfig" \
-		--bind-address=127.0.0.1 --leader-elect=false --profiling=false
+	start_controllers
 	start containerd /usr/bin/containerd --config "$L/containerd.toml"
 	wait_until 60 "containerd" ctr_ version
 	log "containerd ready"
@@ -461,6 +478,44 @@ down_node() {
 	done
 }
 
+# supervise_controllers SECONDS: start kube-controller-manager or kube-scheduler again when it
+# exits within SECONDS, as the kubelet or systemd would on a real control plane (there is no
+# init system here). kube-scheduler exits by design when, relisting after an API server
+# restart, it finds its cache inconsistent ("Scheduler cache is corrupted").
+supervise_controllers() {
+	local end=$(($(date +%s) + $1)) n
+	while [ "$(date +%s)" -lt "$end" ]; do
+		for n in kube-controller-manager kube-scheduler; do
+			pid_of "$n" >/dev/null || { log "$n exited: starting it again"; start_controllers; }
+		done
+		sleep 1
+	done
+}
+
+# restart NAME: stop one daemon (TERM, then KILL) and start it again with the same flags.
+restart() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	case "$1" in
+	kube-apiserver)
+		pid_of kube-apiserver >/dev/null || die "kube-apiserver is not running"
+		stop kube-apiserver
+		start_apiserver
+		wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
+		log "kube-apiserver restarted (pid $(pid_of kube-apiserver))"
+		supervise_controllers 30
+		;;
+	*) die "restart: only kube-apiserver is supported" ;;
+	esac
+}
+
+# signal ID SIGNAL: send SIGNAL to the main process of container ID ("containerd://..." or bare).
+signal_container() {
+	[ -n "${1:-}" ] && [ -n "${2:-}" ] || die "usage: $0 signal CONTAINER-ID SIGNAL"
+	pid_of containerd >/dev/null || die "containerd is not running"
+	ctr_ tasks kill -s "$2" "${1#containerd://}"
+	log "sent $2 to container ${1#containerd://}"
+}
+
 status() {
 	local n p
 	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy loop-provisioner; do
@@ -544,6 +599,8 @@ import)
 	;;
 down) down ;;
 status) status ;;
+restart) restart "${2:-}" ;;
+signal) signal_container "${2:-}" "${3:-}" ;;
 memory) memory ;;
-*) die "usage: $0 up|down|status|memory|import|leftovers" ;;
+*) die "usage: $0 up|down|status|memory|import|leftovers|restart kube-apiserver|signal ID SIGNAL" ;;
 esac

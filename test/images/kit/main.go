@@ -6,6 +6,8 @@
 //	kit ls DIR        list a folder (name, size, mode, uid:gid)
 //	kit id            uid, gid and groups of the process
 //	kit sleep SECONDS sleep (0: until SIGTERM)
+//	kit kill SIGNAL NAME  send SIGNAL (9, KILL or SIGKILL) to every process whose /proc/PID/comm
+//	                  is NAME, then wait until a killed one is gone (SIGKILL)
 package main
 
 import (
@@ -33,11 +35,12 @@ var commands = map[string]func(args []string) error{
 	"ls":    ls,
 	"id":    id,
 	"sleep": sleep,
+	"kill":  kill,
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: kit df|cat|ls|id|sleep ARGS")
+		return errors.New("usage: kit df|cat|ls|id|sleep|kill ARGS")
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
