@@ -67,11 +67,7 @@ func (f *failoverTries) fail(k failoverKey, why string, base, maxDelay time.Dura
 	t.started = time.Time{}
 	t.failures++
 	t.lastErr = why
-	delay := base
-	for i := 1; i < t.failures && delay < maxDelay; i++ {
-		delay *= 2
-	}
-	t.retryAt = now.Add(min(delay, maxDelay))
+	t.retryAt = now.Add(doubling(base, maxDelay, t.failures))
 	f.tries[k] = t
 	return t
 }

@@ -64,7 +64,7 @@ func (b *stallBook) failedJob(uid types.UID, slot int, job, why string, now time
 	}
 	s.tries++
 	s.why, s.job = why, job
-	d = min(stallFirstRetry<<min(s.tries-1, 5), stallMaxRetry)
+	d = doubling(stallFirstRetry, stallMaxRetry, s.tries)
 	s.next = now.Add(d)
 	return d, true
 }
