@@ -157,7 +157,7 @@ const (
 	// ReasonNodesLost (Degraded=True): some wanted nodes are not ready because their
 	// Kubernetes node is NotReady (WorkloadReady reason NodeNotReady); the message names them.
 	// Ready stays True "on the survivors" when every slot is still served.
-	ReasonNodesLost = "NodesLost"
+	ReasonNodesLost        = "NodesLost"
 	ReasonAllSlotsAssigned = "AllSlotsAssigned"
 	ReasonSlotsUnassigned  = "SlotsUnassigned"
 	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
