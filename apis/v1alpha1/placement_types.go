@@ -71,9 +71,9 @@ func (s *SchedulingSpec) EffectiveShardAntiAffinity() ShardAntiAffinity {
 type NetworkPolicyMode string
 
 const (
-	// NetworkPolicyEnabled: the topology controller writes the cluster's NetworkPolicy.
+	// NetworkPolicyEnabled makes the topology controller write the cluster's NetworkPolicy.
 	NetworkPolicyEnabled NetworkPolicyMode = "Enabled"
-	// NetworkPolicyDisabled: no NetworkPolicy is written (one written before is deleted),
+	// NetworkPolicyDisabled writes no NetworkPolicy (and deletes the one written before),
 	// for users who write their own.
 	NetworkPolicyDisabled NetworkPolicyMode = "Disabled"
 )
