@@ -14,6 +14,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -58,6 +60,9 @@ type Options struct {
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
 	// MaxConcurrentReconciles is the number of clusters reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+	// OperatorNamespace is the namespace the controller runs in: every cluster's
+	// NetworkPolicy admits it to both ports (none when empty).
+	OperatorNamespace string `mapstructure:"operator-namespace"`
 }
 
 // Migration modes (Options.MigrationMode).
@@ -130,10 +135,14 @@ func (o Options) Validate() error {
 }
 
 // CacheOptions are the label filters of the controller's caches: only the Secrets the
-// operator generates are cached (a user's Secret is read directly when needed).
+// operator generates are cached (a user's Secret is read directly when needed), and only
+// the PodDisruptionBudgets and NetworkPolicies it makes.
 func CacheOptions() map[client.Object]cache.ByObject {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})},
+		&corev1.Secret{}:                ours,
+		&policyv1.PodDisruptionBudget{}: ours,
+		&networkingv1.NetworkPolicy{}:   ours,
 	}
 }
 
@@ -142,6 +151,8 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
@@ -168,6 +179,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 			CreateFunc: func(event.CreateEvent) bool { return false },
 			UpdateFunc: func(event.UpdateEvent) bool { return false },
 		})).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
+		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
@@ -196,6 +209,18 @@ func nodeChanged() predicate.Predicate {
 			return ok1 && ok2 && podIP(o) != podIP(n)
 		}},
 	)
+}
+
+// changedByOthers passes the changes to an object the controller writes that it must undo:
+// a deletion or a spec change (its own writes are no-ops by then). Its own creations and
+// status updates (a budget's counts) are not passed.
+func changedByOthers() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+	}
 }
 
 func podIP(n *valkeyv1.ValkeyNode) string {

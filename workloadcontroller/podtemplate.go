@@ -130,20 +130,13 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
 	}
 
-	return corev1.PodTemplateSpec{
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: valkeyv1.NodeLabels(node)},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:        ptr.To(true),
-				RunAsUser:           ptr.To(opts.RunAsUser),
-				RunAsGroup:          ptr.To(opts.RunAsUser),
-				FSGroup:             ptr.To(opts.RunAsUser),
-				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               podSecurity(node, opts),
 			Containers: []corev1.Container{{
 				Name:            containerName,
 				Image:           node.Spec.Image,
@@ -174,9 +167,9 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				LivenessProbe: &corev1.Probe{
 					ProbeHandler: ping(false), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6,
 				},
-				SecurityContext: containerSecurity(),
+				SecurityContext: containerSecurity(node),
 			}},
-			InitContainers: []corev1.Container{installStart(opts)},
+			InitContainers: []corev1.Container{installStart(node, opts)},
 			Volumes: []corev1.Volume{
 				data,
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -188,6 +181,8 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 			},
 		},
 	}
+	place(node, &tmpl.Spec)
+	return tmpl
 }
 
 // startCommand runs the server through valkey-start (cmd/valkey-start): it fences a crashed
@@ -204,7 +199,7 @@ func startCommand(node *valkeyv1.ValkeyNode) []string {
 
 // installStart is the init container that copies valkey-start from the operator's image
 // into the pod, so the user's Valkey image stays unmodified.
-func installStart(opts Options) corev1.Container {
+func installStart(node *valkeyv1.ValkeyNode, opts Options) corev1.Container {
 	return corev1.Container{
 		Name:            "install-valkey-start",
 		Image:           opts.StartImage,
@@ -215,16 +210,6 @@ func installStart(opts Options) corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-		SecurityContext: containerSecurity(),
-	}
-}
-
-// containerSecurity is the restricted security context of every container of the pod.
-func containerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr.To(true),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SecurityContext: containerSecurity(node),
 	}
 }

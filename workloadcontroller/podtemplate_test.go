@@ -43,6 +43,16 @@ func TestTemplateHash(t *testing.T) {
 		{"resources", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		}, true},
+		{"shard anti-affinity", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Scheduling = &valkeyv1.SchedulingSpec{ShardAntiAffinity: valkeyv1.ShardAntiAffinityRequired}
+		}, true},
+		{"tolerations", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Scheduling = &valkeyv1.SchedulingSpec{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}}
+		}, true},
+		{"image pull secrets", func(n *valkeyv1.ValkeyNode) { n.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} }, true},
+		{"pod security context", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.PodSecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{5}}
+		}, true},
 		{"workload kind", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.Persistence = nil
 			n.Spec.WorkloadType = valkeyv1.WorkloadDeployment
