@@ -14,14 +14,16 @@ import (
 
 	"valkey.io/operator/internal/clusternodes"
 	"valkey.io/operator/test/valkeyserver"
+	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
-// TestAuthFileMakesTheServerRequireThePassword starts a real server whose config only
-// includes the auth file, as the pod's valkey.conf does: the server refuses clients
+// TestAuthFileMakesTheServerRequireThePassword starts a real server on a valkey.conf
+// rendered for a node with a password (it includes the auth file): the server refuses clients
 // without the password, accepts it (quotes, backslashes, spaces and non-ASCII bytes
 // included), and the password is on no command line.
 func TestAuthFileMakesTheServerRequireThePassword(t *testing.T) {
-	const password = "pa\"ss \\word\tw\xc3\xb6rd$(X)"
+	const token = "Zq7xK"                                      // in no path or name of the test
+	const password = "pa\"ss \\" + token + "\tw\xc3\xb6rd$(X)" // quotes, backslash, tab, non-ASCII
 	bin, err := valkeyserver.Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -33,9 +35,21 @@ func TestAuthFileMakesTheServerRequireThePassword(t *testing.T) {
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	auth := filepath.Join(dir, "auth.conf")
+	rendered, err := valkeyconf.Render(valkeyconf.Params{DataDir: dir, AuthFile: auth})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(rendered, token) {
+		t.Fatal("the rendered config holds the password")
+	}
+	if err := os.WriteFile(filepath.Join(dir, "rendered.conf"), []byte(rendered), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	// The rendered config as the pod loads it, then the loopback address and free ports
+	// where the pod has its IP and fixed ports.
 	conf := filepath.Join(dir, "valkey.conf")
-	lines := []string{"bind 127.0.0.1", "port " + strconv.Itoa(port), "dir " + dir, `save ""`,
-		"logfile " + filepath.Join(dir, "server.log"), "include " + auth}
+	lines := []string{"include " + filepath.Join(dir, "rendered.conf"), "bind 127.0.0.1", "port " + strconv.Itoa(port),
+		"cluster-port " + strconv.Itoa(port+10000), "logfile " + filepath.Join(dir, "server.log")}
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -71,10 +85,10 @@ func TestAuthFileMakesTheServerRequireThePassword(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(cmdline), "word") {
+	if strings.Contains(string(cmdline), token) {
 		t.Fatalf("the password is on the server's command line: %q", cmdline)
 	}
-	if self, _ := os.ReadFile("/proc/self/cmdline"); strings.Contains(string(self), "word") {
+	if self, _ := os.ReadFile("/proc/self/cmdline"); strings.Contains(string(self), token) {
 		t.Fatal("the password is on the wrapper's command line")
 	}
 }
