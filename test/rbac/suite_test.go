@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -62,14 +63,20 @@ var _ = AfterSuite(func() {
 var rbacKinds = map[string]bool{"ServiceAccount": true, "Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true}
 
 // install renders deploy/<dir> with kustomize (kubectl kustomize: no cluster is contacted)
-// and applies its RBAC objects, moved from the valkey-system namespace to ns.
+// and applies its RBAC objects. For ns other than valkey-system it renders an overlay that
+// sets the namespace the way README tells users to, so that every object and binding
+// subject must land in ns on its own.
 func install(ctx context.Context, dir, ns string) {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		Skip("kubectl (for its built-in kustomize) is not on PATH: the deploy/ manifests cannot be rendered")
 	}
-	out, err := exec.CommandContext(ctx, kubectl, "kustomize", filepath.Join(envtest.RepoRoot(), "deploy", dir)).Output()
-	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize deploy/%s", dir)
+	target := filepath.Join(envtest.RepoRoot(), "deploy", dir)
+	if ns != "valkey-system" {
+		target = overlay(target, ns)
+	}
+	out, err := exec.CommandContext(ctx, kubectl, "kustomize", target).CombinedOutput()
+	Expect(err).NotTo(HaveOccurred(), "kubectl kustomize %s: %s", target, out)
 	Expect(k8s.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}})).To(Or(Succeed(), Satisfy(apierrors.IsAlreadyExists)))
 	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(out), 4096)
 	applied := 0
@@ -84,19 +91,22 @@ func install(ctx context.Context, dir, ns string) {
 		if !rbacKinds[u.GetKind()] {
 			continue
 		}
-		if u.GetNamespace() != "" {
-			u.SetNamespace(ns)
-		}
-		if subjects, ok, _ := unstructured.NestedSlice(u.Object, "subjects"); ok {
-			for _, s := range subjects {
-				s.(map[string]any)["namespace"] = ns
-			}
-			Expect(unstructured.SetNestedSlice(u.Object, subjects, "subjects")).To(Succeed())
-		}
+		Expect(u.GetNamespace()).To(Or(BeEmpty(), Equal(ns)), "%s %s", u.GetKind(), u.GetName())
 		Expect(k8s.Create(ctx, &u)).To(Succeed(), "%s %s", u.GetKind(), u.GetName())
 		applied++
 	}
 	Expect(applied).To(BeNumerically(">=", 9), "three ServiceAccounts, their roles and bindings")
+}
+
+// overlay writes a kustomization that installs base into ns, as README shows.
+func overlay(base, ns string) string {
+	dir := GinkgoT().TempDir()
+	rel, err := filepath.Rel(dir, base)
+	Expect(err).NotTo(HaveOccurred())
+	k := "resources:\n  - " + rel + "\ntransformers:\n  - |-\n    apiVersion: builtin\n    kind: NamespaceTransformer\n" +
+		"    metadata: {name: operator-namespace, namespace: " + ns + "}\n    setRoleBindingSubjects: allServiceAccounts\n"
+	Expect(os.WriteFile(filepath.Join(dir, "kustomization.yaml"), []byte(k), 0o600)).To(Succeed())
+	return dir
 }
 
 // access is one `kubectl auth can-i` question: verb, resource (resource.group or
