@@ -20,7 +20,7 @@ import (
 // topology controller's status on both.
 type Reconciler struct {
 	client.Client
-	// APIReader reads past the cache: a user's password Secret (not cached) and the
+	// APIReader reads past the cache: the password Secret (no Secret is cached) and the
 	// approvals counted before a roll is approved.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder

@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -134,13 +133,15 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CacheOptions are the label filters of the controller's caches: only the Secrets the
-// operator generates are cached (a user's Secret is read directly when needed), and only
-// the PodDisruptionBudgets and NetworkPolicies it makes.
+// CacheOptions are the filters of the controller's caches. No Secret is cached or watched:
+// a cache of Secrets, even one filtered by label, needs the right to list and watch Secrets
+// in every namespace. The generated Secret and a user's are both read by a direct get when
+// a cluster is reconciled, so a deleted password Secret is seen at the next reconcile (at
+// the latest after resync-period). Only the PodDisruptionBudgets and NetworkPolicies the
+// operator makes are cached.
 func CacheOptions() map[client.Object]cache.ByObject {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}:                ours,
 		&policyv1.PodDisruptionBudget{}: ours,
 		&networkingv1.NetworkPolicy{}:   ours,
 	}
@@ -150,12 +151,13 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
+// Secrets: get and create only, never list or watch (see CacheOptions).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// Leader election: its Lease is in the operator's namespace only, by the Role in
+// deploy/topology-controller/rbac/bindings.yaml (no cluster-wide lease rights).
 
 // SetupWithManager registers the controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
@@ -175,10 +177,6 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named("topology").
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
-		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		})).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).

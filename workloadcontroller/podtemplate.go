@@ -30,6 +30,7 @@ const (
 	containerName = "valkey"
 	dataVolume    = "data"
 	configVolume  = "config"
+	authVolume    = "auth"
 	passwordEnv   = "VALKEY_PASSWORD"
 	startVolume   = "valkey-start"
 	startDir      = "/opt/valkey-operator"
@@ -101,8 +102,9 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
 	}}
 	if ref := node.PasswordSecretRef(); ref != nil {
-		// Kubernetes expands $(VAR) in args; the controller never reads the Secret.
-		args = append(args, "--requirepass", "$("+passwordEnv+")", "--masterauth", "$("+passwordEnv+")")
+		// The password reaches the server through AuthFile (valkey-start writes it from
+		// VALKEY_PASSWORD), never through its command line; the CLI of the probes reads
+		// REDISCLI_AUTH/VALKEYCLI_AUTH. The controller never reads the Secret.
 		for _, name := range []string{passwordEnv, "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
 			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{
@@ -153,6 +155,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 					{Name: dataVolume, MountPath: DataDir},
 					{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
 					{Name: startVolume, MountPath: startDir, ReadOnly: true},
+					{Name: authVolume, MountPath: AuthDir},
 				},
 				// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF.
 				StartupProbe: &corev1.Probe{
@@ -178,6 +181,10 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				{Name: startVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 					SizeLimit: ptr.To(resource.MustParse("64Mi")),
 				}}},
+				// In memory: the password file never reaches the node's disk.
+				{Name: authVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+				}}},
 			},
 		},
 	}
@@ -193,6 +200,9 @@ func startCommand(node *valkeyv1.ValkeyNode) []string {
 	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort)}
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
+	}
+	if node.PasswordSecretRef() != nil {
+		cmd = append(cmd, "--auth-file", AuthFile)
 	}
 	return append(cmd, "--", "valkey-server", ConfigDir+"/"+ConfigFile)
 }
