@@ -8,6 +8,8 @@ import (
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -104,7 +106,7 @@ var _ = Describe("deploy/namespaced controllers", Ordered, func() {
 
 	It("run under their Roles: the workload controller creates the StatefulSet and ConfigMap", func(ctx context.Context) {
 		runAs(ns, workloadSA, workloadcontroller.Name, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {
-			return workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{StartImage: "valkey.local/workload-controller:dev"})
+			return workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{StartImage: "valkey.local/workload-controller:dev", IgnoreNodes: true})
 		})
 		n := &valkeyv1.ValkeyNode{
 			ObjectMeta: metav1.ObjectMeta{Name: "w-0-0", Namespace: ns},
@@ -117,7 +119,7 @@ var _ = Describe("deploy/namespaced controllers", Ordered, func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ConfigMapName(n.Name)}, &corev1.ConfigMap{})).To(Succeed())
 	})
 
-	It("run under their Roles: the topology controller generates the password Secret and the nodes, without listing Secrets", func(ctx context.Context) {
+	It("run under their Roles: the topology controller generates the password Secret, the nodes, the budget and the policy, without listing Secrets", func(ctx context.Context) {
 		runAs(ns, topologySA, topologycontroller.Name, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
 			return topologycontroller.SetupWithManager(mgr, topologycontroller.Options{ResyncPeriod: time.Second})
 		})
@@ -134,5 +136,11 @@ var _ = Describe("deploy/namespaced controllers", Ordered, func() {
 			err := k8s.List(ctx, &nodes, client.InNamespace(ns), client.MatchingLabels{valkeyv1.LabelCluster: "t"})
 			return len(nodes.Items), err
 		}).Should(Equal(1))
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.DisruptionBudgetName("t", 0)}, &policyv1.PodDisruptionBudget{})
+		}).Should(Succeed())
+		Eventually(func() error {
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.NetworkPolicyName("t")}, &networkingv1.NetworkPolicy{})
+		}).Should(Succeed())
 	})
 })
