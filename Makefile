@@ -11,6 +11,11 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
+# SIG's reference implementation (nftables + NFQUEUE), a static build for its image.
+KUBE_NETWORK_POLICIES_VERSION := v0.8.0
+KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)
+export KUBE_NETWORK_POLICIES
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
@@ -45,6 +50,15 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(CACHE)/tools
 	GOBIN=$(CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(CACHE)/tools/gobin/golangci-lint $@
+
+# The module's main package is .../cmd, so go install names the binary "cmd".
+$(KUBE_NETWORK_POLICIES):
+	@mkdir -p $(CACHE)/tools/knp-gobin
+	CGO_ENABLED=0 GOBIN=$(CACHE)/tools/knp-gobin go install -trimpath -ldflags "-s -w" sigs.k8s.io/kube-network-policies/cmd@$(KUBE_NETWORK_POLICIES_VERSION)
+	mv $(CACHE)/tools/knp-gobin/cmd $@
+
+.PHONY: kube-network-policies
+kube-network-policies: $(KUBE_NETWORK_POLICIES) ## Build the local cluster's NetworkPolicy enforcer (cached).
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -114,7 +128,7 @@ LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
-images: valkey ## Build the pause, Valkey and controller images (.local/images) and import them when the cluster is up.
+images: valkey kube-network-policies ## Build the pause, Valkey, controller and NetworkPolicy images (.local/images) and import them when the cluster is up.
 	test/images/build.sh all
 
 .PHONY: cluster-up
