@@ -385,9 +385,20 @@ up() {
 
 # netpol_up: NetworkPolicy enforcement (netpol.yaml: kube-network-policies, one pod per node),
 # once the nodes are Ready; skipped when its image was not built (`make images` builds it).
+# It needs the kernel's nftables queue expression (CONFIG_NFT_QUEUE), which nfnetlink_queue alone
+# does not give: without it every rule update fails ("netlink receive: no such file or
+# directory") and nothing is enforced.
 netpol_up() {
 	if ! ctr_ images ls -q | grep -qx 'valkey.local/kube-network-policies:dev'; then
 		log "NetworkPolicy enforcement skipped: no valkey.local/kube-network-policies:dev image ('make images' builds it)"
+		return
+	fi
+	local ns="valkey-nftq-$$" queue=0
+	ip netns add "$ns"
+	ip netns exec "$ns" nft 'add table inet t; add chain inet t c { type filter hook postrouting priority 0; }; add rule inet t c queue num 98 bypass' 2>/dev/null && queue=1
+	ip netns del "$ns"
+	if [ "$queue" = 0 ]; then
+		log "NetworkPolicy enforcement skipped: this kernel has no nftables queue expression (CONFIG_NFT_QUEUE), which kube-network-policies needs"
 		return
 	fi
 	kubectl_ apply -f "$here/netpol.yaml" >/dev/null
