@@ -12,9 +12,10 @@ CONTROLLER_GEN := $(CACHE)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
-# SIG's reference implementation (nftables + NFQUEUE), a static build for its image.
+# SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
+# queue through the iptables NFQUEUE target (test/localcluster/build-kube-network-policies.sh).
 KUBE_NETWORK_POLICIES_VERSION := v0.8.0
-KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)
+KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)-xtqueue
 export KUBE_NETWORK_POLICIES
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
@@ -51,11 +52,9 @@ $(GOLANGCI_LINT):
 	GOBIN=$(CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(CACHE)/tools/gobin/golangci-lint $@
 
-# The module's main package is .../cmd, so go install names the binary "cmd".
-$(KUBE_NETWORK_POLICIES):
-	@mkdir -p $(CACHE)/tools/knp-gobin
-	CGO_ENABLED=0 GOBIN=$(CACHE)/tools/knp-gobin go install -trimpath -ldflags "-s -w" sigs.k8s.io/kube-network-policies/cmd@$(KUBE_NETWORK_POLICIES_VERSION)
-	mv $(CACHE)/tools/knp-gobin/cmd $@
+$(KUBE_NETWORK_POLICIES): test/localcluster/kube-network-policies-xt-queue.patch
+	@mkdir -p $(CACHE)/tools
+	test/localcluster/build-kube-network-policies.sh $(KUBE_NETWORK_POLICIES_VERSION) $@
 
 .PHONY: kube-network-policies
 kube-network-policies: $(KUBE_NETWORK_POLICIES) ## Build the local cluster's NetworkPolicy enforcer (cached).

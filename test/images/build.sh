@@ -60,7 +60,7 @@ if [ "$what" = all ]; then
 		built+=("$out/$c-controller.tar")
 	done
 	knp_version="$(sed -n 's/^KUBE_NETWORK_POLICIES_VERSION := //p' "$repo/Makefile")"
-	knp="${KUBE_NETWORK_POLICIES:-$HOME/.cache/valkey-operator/tools/kube-network-policies-$knp_version}"
+	knp="${KUBE_NETWORK_POLICIES:-$HOME/.cache/valkey-operator/tools/kube-network-policies-$knp_version-xtqueue}"
 	if [ -x "$knp" ]; then
 		# It cleans its nftables table up only on SIGINT (v0.8.0 does not handle SIGTERM): the
 		# image asks the runtime to stop it with SIGINT.

@@ -385,20 +385,19 @@ up() {
 
 # netpol_up: NetworkPolicy enforcement (netpol.yaml: kube-network-policies, one pod per node),
 # once the nodes are Ready; skipped when its image was not built (`make images` builds it).
-# It needs the kernel's nftables queue expression (CONFIG_NFT_QUEUE), which nfnetlink_queue alone
-# does not give: without it every rule update fails ("netlink receive: no such file or
-# directory") and nothing is enforced.
+# The build is patched to queue packets through the iptables NFQUEUE target (nft_compat; see
+# build-kube-network-policies.sh): checked here in a scratch network namespace.
 netpol_up() {
 	if ! ctr_ images ls -q | grep -qx 'valkey.local/kube-network-policies:dev'; then
 		log "NetworkPolicy enforcement skipped: no valkey.local/kube-network-policies:dev image ('make images' builds it)"
 		return
 	fi
-	local ns="valkey-nftq-$$" queue=0
+	local ns="valkey-nfq-$$" queue=0
 	ip netns add "$ns"
-	ip netns exec "$ns" nft 'add table inet t; add chain inet t c { type filter hook postrouting priority 0; }; add rule inet t c queue num 98 bypass' 2>/dev/null && queue=1
+	ip netns exec "$ns" iptables -A FORWARD -j NFQUEUE --queue-num 98 2>/dev/null && queue=1
 	ip netns del "$ns"
 	if [ "$queue" = 0 ]; then
-		log "NetworkPolicy enforcement skipped: this kernel has no nftables queue expression (CONFIG_NFT_QUEUE), which kube-network-policies needs"
+		log "NetworkPolicy enforcement skipped: this kernel has no NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE), which kube-network-policies needs here"
 		return
 	fi
 	kubectl_ apply -f "$here/netpol.yaml" >/dev/null
