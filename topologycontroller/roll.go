@@ -52,7 +52,8 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 
 // stableFor tells whether every node but skip is joined and ready and the slots are settled:
 // the only time a ready node may be taken down. Slots that skip itself owns while it does
-// not answer are not held against it.
+// not answer are not held against it, nor are nodes that have no pod because their claim is
+// not ready (they serve nothing; volumeHold decides whether their shard's primary waits).
 func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 	skipID := recordedID(skip)
 	if m := st.rollMember(skip); m != nil {
@@ -64,6 +65,9 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 		}
 		if !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			return false, "nodes are being removed"
+		}
+		if noPodForVolume(n) {
+			continue // serves nothing; a slot owner Valkey cannot reach is caught below
 		}
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 			return false, n.Name + " is not ready"
@@ -113,7 +117,7 @@ func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) 
 		waitForTurn(st, serving, "another node of the cluster is rolling")
 		return acted || cleared, nil
 	}
-	next, primary, why := pickNextRoll(st, serving)
+	next, primary, why := r.pickNextRoll(ctx, st, serving)
 	if next == nil {
 		waitForTurn(st, serving, why)
 		return acted, nil
@@ -181,6 +185,13 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 	for i := range list.Items {
 		n := &list.Items[i]
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
+			continue
+		}
+		if waitsForVolume(n) {
+			// Not rolling and not about to: the others do not wait for it.
+			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
+			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
+			cleared = true
 			continue
 		}
 		if rollDone(st, n) {
@@ -257,8 +268,10 @@ func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
 }
 
 // pickNextRoll chooses the node to roll next among serving ones (replicas first) and whether
-// it is a primary that owns slots; nil with the reason when none may go now.
-func pickNextRoll(st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
+// it is a primary that owns slots; nil with the reason when none may go now. A primary that
+// waits for a node of its shard whose claim is not ready (volumeWait) is passed over, with
+// its own reason, so that it holds no other shard.
+func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
 	// Choose the order only once the workload controller has looked at every node's
 	// current spec: a replica whose roll is not reported yet must still go first.
 	for _, n := range st.nodes {
@@ -274,35 +287,25 @@ func pickNextRoll(st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.V
 		cands = append(cands, RollCandidate{Name: n.Name, Primary: serves})
 		byName[n.Name] = n
 	}
-	next := RollOrder(cands)[0]
-	if next.Primary {
-		if o := replicaWaitingForVolume(st); o != nil {
-			return nil, false, "replicas roll first: waiting for the claim of " + o.Name
+	why := ""
+	for _, next := range RollOrder(cands) {
+		n := byName[next.Name]
+		if next.Primary {
+			if why = r.volumeWait(ctx, st, n); why != "" {
+				st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
+				continue
+			}
 		}
-	}
-	if ok, why := stableFor(st, byName[next.Name]); !ok {
-		msg := "waiting for the cluster to settle: " + why
-		if n := byName[next.Name]; next.Primary && !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
-			msg = n.Name + "'s pod is not ready but it is a primary that owns slots (it may still serve): " + msg
+		if ok, unstable := stableFor(st, n); !ok {
+			msg := "waiting for the cluster to settle: " + unstable
+			if next.Primary && !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
+				msg = n.Name + "'s pod is not ready but it is a primary that owns slots (it may still serve): " + msg
+			}
+			return nil, false, msg
 		}
-		return nil, false, msg
+		return n, next.Primary, ""
 	}
-	return byName[next.Name], next.Primary, ""
-}
-
-// replicaWaitingForVolume is a node (not a primary) whose new template waits for its claim
-// (persistence being enabled): it will want a roll too and goes before any primary, or
-// that primary would be failed over twice.
-func replicaWaitingForVolume(st *clusterState) *valkeyv1.ValkeyNode {
-	for _, o := range st.nodes {
-		c := status.Get(o.Status.Conditions, valkeyv1.ConditionRollPending)
-		m := st.members[o.Name]
-		if o.DeletionTimestamp.IsZero() && c != nil && c.Reason == valkeyv1.ReasonWaitingForVolume &&
-			!(m.reachable() && m.self.Primary()) {
-			return o
-		}
-	}
-	return nil
+	return nil, false, why
 }
 
 // handOver approves n's roll: a node that owns no slots at once (reason FailedOver when it

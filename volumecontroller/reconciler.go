@@ -94,6 +94,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	if claim.DeletionTimestamp != nil {
 		return claimReport(node, claim, class, nil), nil
 	}
+	if wantsOtherClass(node, claim) {
+		return r.reclass(ctx, node, claim, class)
+	}
 	blocked, err := r.reconcileSize(ctx, node, claim, class)
 	rep := claimReport(node, claim, class, blocked)
 	r.recordSizeTransition(node, claim, rep.Sized)
@@ -114,7 +117,8 @@ func (r *Reconciler) getClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (*
 }
 
 // createClaim creates the node's claim once its StorageClass resolves. A claim that had
-// existed (status.volume has a phase) and disappeared is recreated empty, with a Warning.
+// been bound (or lost) and disappeared is recreated empty, with a Warning; one that was
+// only pending held no data.
 func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (report, error) {
 	name := valkeyv1.ClaimName(node.Name)
 	class, err := r.resolveClass(ctx, node.Spec.Persistence.StorageClassName)
@@ -153,7 +157,7 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
 			fmt.Errorf("create claim %s: %w", name, err)
 	}
-	if node.Status.Volume != nil && node.Status.Volume.Phase != "" {
+	if v := node.Status.Volume; v != nil && v.Phase != "" && v.Phase != string(corev1.ClaimPending) {
 		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventClaimRecreated, "RecreateClaim",
 			"claim %s disappeared while the node exists; created a new, empty claim of %s", name, node.Spec.Persistence.Size.String())
 	} else {

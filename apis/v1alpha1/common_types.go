@@ -66,8 +66,6 @@ type AppendFsync string
 
 // PersistenceSpec enables persistent storage for Valkey data (RDB, AOF and nodes.conf).
 // Its presence enables persistence; it cannot be removed once set.
-//
-// +kubebuilder:validation:XValidation:rule="has(self.storageClassName) == has(oldSelf.storageClassName) && (!has(self.storageClassName) || self.storageClassName == oldSelf.storageClassName)",message="persistence.storageClassName is immutable"
 type PersistenceSpec struct {
 	// Size of each node's volume. It may grow (the claim is expanded online when its
 	// StorageClass allows it) but never shrink.
@@ -77,7 +75,9 @@ type PersistenceSpec struct {
 	Size resource.Quantity `json:"size"`
 
 	// StorageClassName of the claims. The cluster's default StorageClass when omitted.
-	// Immutable.
+	// It may be corrected while a node's claim has never been bound (the unbound claim is
+	// replaced by one of the new class); a claim that is bound keeps its class, and the
+	// node reports VolumeReady=False, StorageClassImmutable until the change is reverted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
 	StorageClassName *string `json:"storageClassName,omitempty"`

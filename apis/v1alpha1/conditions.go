@@ -41,6 +41,11 @@ const (
 	ReasonClaimLost               = "ClaimLost"
 	ReasonClaimTerminating        = "ClaimTerminating"
 	ReasonClaimConflict           = "ClaimConflict"
+	// ReasonStorageClassImmutable (VolumeReady=False): persistence.storageClassName names
+	// another class than the node's claim, which is bound: a bound claim keeps its class
+	// and its data. The claim is left alone; the running pod keeps using it, and no roll is
+	// requested until the class is set back.
+	ReasonStorageClassImmutable = "StorageClassImmutable"
 
 	ReasonSized                   = "Sized"
 	ReasonLargerThanRequested     = "LargerThanRequested"

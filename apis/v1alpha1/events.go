@@ -13,6 +13,12 @@ const (
 	EventResizeFinished        = "ResizeFinished"
 	EventResizeFailed          = "ResizeFailed"
 	EventExpansionNotSupported = "ExpansionNotSupported"
+	// EventClaimReplaced (Normal): persistence.storageClassName changed while the node's
+	// claim was never bound; the empty claim was deleted to be created with the new class.
+	EventClaimReplaced = "ClaimReplaced"
+	// EventStorageClassImmutable (Warning): persistence.storageClassName changed while the
+	// node's claim is bound; the claim keeps its class.
+	EventStorageClassImmutable = "StorageClassImmutable"
 )
 
 // Event reasons of the topology controller (on the ValkeyCluster, and on the ValkeyNode

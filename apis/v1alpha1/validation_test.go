@@ -91,11 +91,13 @@ var _ = Describe("ValkeyCluster admission", func() {
 		Expect(k8s.Update(ctx, c)).To(Succeed())
 	})
 
-	It("refuses changing the storage class", func() {
+	It("accepts correcting the storage class (the volume controller refuses it for a bound claim)", func() {
 		c := persistentCluster(ns)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		c.Spec.Persistence.StorageClassName = ptr.To("standard")
-		expectRejected(k8s.Update(ctx, c), "persistence.storageClassName is immutable")
+		Expect(k8s.Update(ctx, c)).To(Succeed())
+		c.Spec.Persistence.StorageClassName = nil
+		Expect(k8s.Update(ctx, c)).To(Succeed())
 	})
 
 	It("refuses removing persistence", func() {
@@ -187,12 +189,18 @@ var _ = Describe("ValkeyNode admission", func() {
 		Expect(n.Spec.Persistence.AOFEnabled()).To(BeFalse())
 	})
 
+	It("accepts correcting the storage class of a node", func() {
+		n := node("n-" + rand.String(5))
+		Expect(k8s.Create(ctx, n)).To(Succeed())
+		n.Spec.Persistence.StorageClassName = ptr.To("standard")
+		Expect(k8s.Update(ctx, n)).To(Succeed())
+	})
+
 	for _, tc := range []struct {
 		change  func(*v1.ValkeyNode)
 		message string
 	}{
 		{func(n *v1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("5Gi") }, "persistence.size may only grow"},
-		{func(n *v1.ValkeyNode) { n.Spec.Persistence.StorageClassName = nil }, "persistence.storageClassName is immutable"},
 		{func(n *v1.ValkeyNode) { n.Spec.Persistence = nil }, "persistence cannot be removed once set"},
 		{func(n *v1.ValkeyNode) { n.Spec.WorkloadType = v1.WorkloadDeployment }, "persistence requires workloadType StatefulSet"},
 		{func(n *v1.ValkeyNode) { n.Spec.ClusterName = "other" }, "clusterName is immutable"},
