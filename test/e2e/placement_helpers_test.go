@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// readyKubeNodes are the names of the cluster's Ready Kubernetes nodes, sorted.
+func readyKubeNodes() []string {
+	var list corev1.NodeList
+	ExpectWithOffset(1, k8s.List(ctx, &list)).To(Succeed())
+	var names []string
+	for _, n := range list.Items {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				names = append(names, n.Name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// kubeNodeIndex is the local cluster's number of a Kubernetes node: 1 for the first node (named
+// after the machine), K for "<first>-K".
+func kubeNodeIndex(host string) int {
+	var list corev1.NodeList
+	ExpectWithOffset(1, k8s.List(ctx, &list)).To(Succeed())
+	for _, n := range list.Items {
+		if rest, ok := strings.CutPrefix(host, n.Name+"-"); ok {
+			if k, err := strconv.Atoi(rest); err == nil {
+				return k
+			}
+		}
+	}
+	return 1
+}
+
+// startKubeNode starts a stopped node of the local cluster again (a no-op when it runs).
+func startKubeNode(host string) {
+	out, err := localCluster("start-node", strconv.Itoa(kubeNodeIndex(host)))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+}
+
+// kubeNodeOf is the Kubernetes node the ValkeyNode's pod runs on.
+func kubeNodeOf(n v1.ValkeyNode) string {
+	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
+	var pod corev1.Pod
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Status.Workload.PodName}, &pod)).To(Succeed())
+	return pod.Spec.NodeName
+}
+
+// shardPDB is the PodDisruptionBudget that selects the pods of one shard of the cluster.
+func shardPDB(list []policyv1.PodDisruptionBudget, cluster string, shard int32) *policyv1.PodDisruptionBudget {
+	for i := range list {
+		sel := list[i].Spec.Selector
+		if sel != nil && sel.MatchLabels[v1.LabelCluster] == cluster && sel.MatchLabels[v1.LabelShard] == strconv.Itoa(int(shard)) {
+			return &list[i]
+		}
+	}
+	return nil
+}
+
+// conditionOf is "<status> <reason>: <message>" of a ValkeyCluster condition ("" when absent).
+func conditionOf(c *v1.ValkeyCluster, condition string) string {
+	cond := status.Get(getCluster(c).Status.Conditions, condition)
+	if cond == nil {
+		return ""
+	}
+	return fmt.Sprintf("%s %s: %s", cond.Status, cond.Reason, cond.Message)
+}
+
+// valkeyRole is the node's role as its server reports it ("master" or "slave").
+func valkeyRole(n v1.ValkeyNode, pw string) string {
+	return info(n, pw, "replication")["role"]
+}
+
+// partner is the other node of n's shard (a 1-replica cluster).
+func partner(c *v1.ValkeyCluster, n v1.ValkeyNode) v1.ValkeyNode {
+	for _, p := range clusterNodes(c) {
+		if p.Spec.Shard == n.Spec.Shard && p.Name != n.Name {
+			return p
+		}
+	}
+	Fail("no partner of " + n.Name)
+	return v1.ValkeyNode{}
+}
+
+// failOverTo makes the replica n its shard's primary (CLUSTER FAILOVER on it) and waits until
+// its server says so and the cluster is Ready again.
+func failOverTo(c *v1.ValkeyCluster, n v1.ValkeyNode) {
+	pw := password(c)
+	vc := nodeClient(n, pw)
+	defer vc.Close()
+	ExpectWithOffset(1, vc.Do(ctx, vc.B().ClusterFailover().Build()).Error()).To(Succeed(), "CLUSTER FAILOVER on %s", n.Name)
+	EventuallyWithOffset(1, func() string { return valkeyRole(n, pw) }).WithTimeout(time.Minute).Should(Equal("master"), "%s promoted", n.Name)
+	waitReady(c, 3*time.Minute)
+}
+
+// byHost groups the cluster's nodes by Kubernetes node.
+func byHost(c *v1.ValkeyCluster) map[string][]v1.ValkeyNode {
+	out := map[string][]v1.ValkeyNode{}
+	for _, n := range clusterNodes(c) {
+		h := kubeNodeOf(n)
+		out[h] = append(out[h], n)
+	}
+	return out
+}
+
+// arrangeTwoPrimaries picks a Kubernetes node with two of the cluster's nodes (other than the
+// first, which also runs the controllers, when it can), makes both primaries by failing over to
+// them, and returns the node's name.
+func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
+	pw := password(c)
+	hosts := byHost(c)
+	var host string
+	for h, ns := range hosts {
+		if len(ns) >= 2 && (host == "" || kubeNodeIndex(host) == 1) {
+			host = h
+		}
+	}
+	ExpectWithOffset(1, host).NotTo(BeEmpty(), "a Kubernetes node with two of the cluster's nodes: %v", hosts)
+	for _, n := range hosts[host][:2] {
+		if valkeyRole(n, pw) != "master" {
+			failOverTo(c, n)
+		}
+	}
+	GinkgoWriter.Printf("%s holds the primaries %s and %s\n", host, hosts[host][0].Name, hosts[host][1].Name)
+	return host
+}
+
+// primaryOnStoppableNode returns a primary on a Kubernetes node other than the first (which
+// holds the control plane's address), failing over to a replica there when none is a primary.
+func primaryOnStoppableNode(c *v1.ValkeyCluster) (v1.ValkeyNode, string) {
+	pw := password(c)
+	for h, ns := range byHost(c) {
+		if kubeNodeIndex(h) == 1 {
+			continue
+		}
+		for _, n := range ns {
+			if valkeyRole(n, pw) == "master" {
+				return n, h
+			}
+		}
+		failOverTo(c, ns[0])
+		return nodeByName(c, ns[0].Name), h
+	}
+	Fail("none of the cluster's nodes is on a Kubernetes node that can be stopped")
+	return v1.ValkeyNode{}, ""
+}
+
+// expectPromotedPartner waits until the replica of the lost primary says it is the master.
+func expectPromotedPartner(c *v1.ValkeyCluster, lost v1.ValkeyNode) {
+	p, pw := partner(c, lost), password(c)
+	EventuallyWithOffset(1, func() (string, error) {
+		m, err := infoAt(ctx, p.Status.Workload.PodIP, pw, "replication", 2*time.Second)
+		return m["role"], err
+	}).WithTimeout(2*time.Minute).Should(Equal("master"), "%s took over from %s", p.Name, lost.Name)
+}
+
+// drainObserver watches, while a Kubernetes node is drained, each primary on it (when its
+// replica says it is the master, when its pod is gone) and how many pods of one shard are down
+// at once.
+type drainObserver struct {
+	mu         sync.Mutex
+	promotedAt map[string]time.Time
+	goneAt     map[string]time.Time
+	maxDown    int
+	cancel     context.CancelFunc
+	done       chan struct{}
+}
+
+// observeDrain starts watching the primaries on host and every shard's pods.
+func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
+	pw, nodes := password(c), clusterNodes(c)
+	type watched struct{ name, pod, partnerIP, uid string }
+	var primaries []watched
+	for _, n := range nodes {
+		if kubeNodeOf(n) == host && valkeyRole(n, pw) == "master" {
+			p := partner(c, n)
+			primaries = append(primaries, watched{n.Name, n.Status.Workload.PodName, p.Status.Workload.PodIP, string(getPod(n).UID)})
+		}
+	}
+	octx, cancel := context.WithCancel(ctx)
+	o := &drainObserver{promotedAt: map[string]time.Time{}, goneAt: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer GinkgoRecover()
+		defer close(o.done)
+		for octx.Err() == nil {
+			for _, w := range primaries {
+				o.look(octx, c.Namespace, w.name, w.pod, w.uid, w.partnerIP, pw)
+			}
+			o.countDown(octx, c.Namespace, nodes)
+			time.Sleep(200 * time.Millisecond) // polling interval of the observer
+		}
+	}()
+	return o
+}
+
+// look records when the primary's replica first answers as master and when its pod is gone
+// (not found, or replaced by a pod with another UID).
+func (o *drainObserver) look(octx context.Context, ns, name, pod, uid, partnerIP, pw string) {
+	now := time.Now()
+	if m, err := infoAt(octx, partnerIP, pw, "replication", time.Second); err == nil && m["role"] == "master" {
+		o.first(o.promotedAt, name, now)
+	}
+	var p corev1.Pod
+	if err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: pod}, &p); (err != nil && client.IgnoreNotFound(err) == nil) ||
+		(err == nil && string(p.UID) != uid) {
+		o.first(o.goneAt, name, now)
+	}
+}
+
+func (o *drainObserver) first(m map[string]time.Time, name string, t time.Time) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, ok := m[name]; !ok {
+		m[name] = t
+	}
+}
+
+// countDown records the most pods of one shard not Ready at once.
+func (o *drainObserver) countDown(octx context.Context, ns string, nodes []v1.ValkeyNode) {
+	down := map[int32]int{}
+	for _, n := range nodes {
+		var p corev1.Pod
+		if err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &p); err != nil || !isReady(&p) || p.DeletionTimestamp != nil {
+			down[n.Spec.Shard]++
+		}
+	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, d := range down {
+		o.maxDown = max(o.maxDown, d)
+	}
+}
+
+// stop ends the observer; handedOver tells for each primary whether its replica was the
+// master before its pod was gone.
+func (o *drainObserver) stop() (handedOver map[string]bool, maxDown int) {
+	o.cancel()
+	<-o.done
+	handedOver = map[string]bool{}
+	for name, gone := range o.goneAt {
+		promoted, ok := o.promotedAt[name]
+		handedOver[name] = ok && promoted.Before(gone)
+	}
+	for name := range o.promotedAt {
+		if _, ok := o.goneAt[name]; !ok {
+			handedOver[name] = false // promoted, but its pod never went: not drained
+		}
+	}
+	return handedOver, o.maxDown
+}
