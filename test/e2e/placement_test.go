@@ -16,8 +16,8 @@ import (
 // skipped on fewer nodes). One persistent 3 × 1 cluster, under a writer that counts a key only
 // once a replica has it (WAIT 1), goes through: placement, a drain of the Kubernetes node
 // holding two primaries, the loss of a node holding a primary and its return. Each step reports
-// acknowledged and lost keys.
-var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("placement"), Ordered, func() {
+// acknowledged and lost keys. A failed spec does not stop the next one.
+var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("placement"), Ordered, ContinueOnFailure, func() {
 	var (
 		ns      string
 		cluster *v1.ValkeyCluster
