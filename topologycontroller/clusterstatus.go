@@ -40,6 +40,9 @@ type nodeFact struct {
 	ready          bool // WorkloadReady and ClusterJoined are True
 	rolling        bool // RollPending or RollApproved is True
 	rollsNoReplica bool // approved to restart as a primary without a replica
+	// lost is the WorkloadReady message of a node whose Kubernetes node is lost (reason
+	// NodeNotReady), "" otherwise: such a node is excused from Ready.
+	lost string
 }
 
 // factsOf reduces a round's state to clusterFacts.
@@ -59,6 +62,7 @@ func factsOf(st *clusterState) clusterFacts {
 			rolling: status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) ||
 				status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved),
 			rollsNoReplica: approval.Status == metav1.ConditionTrue && approval.Reason == valkeyv1.ReasonApprovedNoReplica,
+			lost:           lostMessage(n),
 		})
 	}
 	for s := int32(0); s < vc.Spec.Shards; s++ {
@@ -79,16 +83,32 @@ func factsOf(st *clusterState) clusterFacts {
 	return f
 }
 
+// lostMessage is the WorkloadReady message of a node whose Kubernetes node is lost, ""
+// when WorkloadReady says anything else.
+func lostMessage(n *valkeyv1.ValkeyNode) string {
+	c := status.Get(n.Status.Conditions, valkeyv1.ConditionWorkloadReady)
+	if c == nil || c.Status != metav1.ConditionFalse || c.Reason != valkeyv1.ReasonNodeNotReady {
+		return ""
+	}
+	if c.Message == "" {
+		return "its Kubernetes node is not ready"
+	}
+	return c.Message
+}
+
 // summarize computes the ValkeyCluster status (conditions and counters) from the facts.
 func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 	desired := int(f.shards * (1 + f.replicas))
-	readyNodes, readyByShard := 0, map[int32]int{}
+	readyNodes, lostNodes, readyByShard := 0, 0, map[int32]int{}
 	for _, n := range f.nodes {
-		if n.ready {
+		switch {
+		case n.ready:
 			readyNodes++
 			if n.wanted {
 				readyByShard[n.shard]++
 			}
+		case n.wanted && n.lost != "":
+			lostNodes++
 		}
 	}
 	readyShards := 0
@@ -97,16 +117,20 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 			readyShards++
 		}
 	}
-	ready := readyNodes == desired && len(f.nodes) == desired && f.slots == TotalSlots && f.stateOK &&
-		readyShards == int(f.shards) && !f.migrating && f.stalled == ""
-	rreason := valkeyv1.ReasonReady
+	// Nodes on lost Kubernetes nodes are excused: the cluster is ready on the survivors
+	// while every shard's reachable primary serves its slots.
+	ready := readyNodes+lostNodes == desired && len(f.nodes) == desired && f.slots == TotalSlots && f.stateOK &&
+		len(f.serving) == int(f.shards) && (lostNodes > 0 || readyShards == int(f.shards)) && !f.migrating && f.stalled == ""
+	rreason, msg := valkeyv1.ReasonReady, fmt.Sprintf("%d/%d nodes ready, %d/%d shards ready, %d/%d slots assigned",
+		readyNodes, desired, readyShards, f.shards, f.slots, TotalSlots)
 	if !ready {
 		rreason = valkeyv1.ReasonNotReady
+	} else if lostNodes > 0 {
+		msg += fmt.Sprintf("; ready on the survivors (lost Kubernetes nodes hold %d of its nodes)", lostNodes)
 	}
 	return valkeyv1.ValkeyClusterStatus{
 		Conditions: []metav1.Condition{
-			status.Condition(valkeyv1.ConditionReady, ready, rreason, fmt.Sprintf("%d/%d nodes ready, %d/%d shards ready, %d/%d slots assigned",
-				readyNodes, desired, readyShards, f.shards, f.slots, TotalSlots)),
+			status.Condition(valkeyv1.ConditionReady, ready, rreason, msg),
 			progressing(f, desired),
 			degraded(f),
 			slotsAssigned(f.slots),
@@ -149,12 +173,17 @@ func anyRolling(nodes []nodeFact) bool {
 	return false
 }
 
-// degraded is the Degraded condition: which slots are not served, and why. The reason is
-// that of the last finding (a restart without a replica, then cluster_state, then an
-// unreachable owner).
+// degraded is the Degraded condition: which slots are not served, and why, and which nodes
+// are on lost Kubernetes nodes. The reason is that of the last finding (a restart without a
+// replica, then cluster_state, then an unreachable owner, then lost nodes).
 func degraded(f clusterFacts) metav1.Condition {
 	var why []string
 	reason := valkeyv1.ReasonHealthy
+	for _, n := range f.nodes {
+		if n.wanted && !n.ready && n.lost != "" {
+			why, reason = append(why, n.name+" is on a lost Kubernetes node: "+n.lost), valkeyv1.ReasonNodesLost
+		}
+	}
 	if len(f.unreachable) > 0 {
 		why, reason = append(why, f.unreachable...), valkeyv1.ReasonSlotsUnavailable
 	}

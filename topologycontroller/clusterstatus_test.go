@@ -1,6 +1,7 @@
 package topologycontroller
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -90,6 +91,26 @@ func TestSummarize(t *testing.T) {
 		facts: func(f *clusterFacts) { f.stateOK = false },
 		want:  want{"False/NotReady", "False/Settled", "True/ClusterStateFail", "True/AllSlotsAssigned", 4, 2, 2},
 	}, {
+		name: "a primary's Kubernetes node lost, its replica took over: ready on the survivors, degraded",
+		facts: func(f *clusterFacts) {
+			f.nodes[0].ready, f.nodes[0].lost = false, "pod valkey-c-0-0-0 is on Kubernetes node k2, which is NotReady"
+		},
+		want: want{"True/Ready", "False/Settled", "True/NodesLost", "True/AllSlotsAssigned", 3, 1, 2},
+	}, {
+		name: "a lost node before the failover: its shard serves nothing, not ready",
+		facts: func(f *clusterFacts) {
+			f.nodes[0].ready, f.nodes[0].lost = false, "pod valkey-c-0-0-0 is on Kubernetes node k2, which is NotReady"
+			f.serving, f.stateOK = map[int32]bool{1: true}, false
+			f.unreachable = []string{"node abcdef01 owns 8192 slots and is unreachable"}
+		},
+		want: want{"False/NotReady", "False/Settled", "True/ClusterStateFail", "True/AllSlotsAssigned", 3, 1, 1},
+	}, {
+		name: "a node not ready for another reason is not excused",
+		facts: func(f *clusterFacts) {
+			f.nodes[0].ready = false
+		},
+		want: want{"False/NotReady", "False/Settled", "False/Healthy", "True/AllSlotsAssigned", 3, 1, 2},
+	}, {
 		name: "a node being deleted counts as ready but not for its shard",
 		facts: func(f *clusterFacts) {
 			f.nodes = append(f.nodes, nodeFact{name: "c-0-2", shard: 0, replica: 2, ready: true})
@@ -130,5 +151,20 @@ func TestSummarizeWritesEveryClusterCondition(t *testing.T) {
 		if c := status.Get(got.Conditions, typ); c == nil || c.Status == metav1.ConditionUnknown {
 			t.Errorf("condition %s missing", typ)
 		}
+	}
+}
+
+// Degraded names the nodes on lost Kubernetes nodes, with what their WorkloadReady says.
+func TestDegradedNamesLostNodes(t *testing.T) {
+	f := healthy()
+	f.nodes[1].ready, f.nodes[1].lost = false, "pod valkey-c-0-1-0 is on Kubernetes node k3, which is Unknown"
+	got := status.Get(summarize(f).Conditions, valkeyv1.ConditionDegraded)
+	want := "c-0-1 is on a lost Kubernetes node: pod valkey-c-0-1-0 is on Kubernetes node k3, which is Unknown"
+	if got == nil || got.Message != want {
+		t.Errorf("Degraded = %v, want message %q", got, want)
+	}
+	ready := status.Get(summarize(f).Conditions, valkeyv1.ConditionReady)
+	if ready == nil || !strings.Contains(ready.Message, "ready on the survivors (lost Kubernetes nodes hold 1 of its nodes)") {
+		t.Errorf("Ready = %v, want a message saying it is ready on the survivors", ready)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -24,9 +25,11 @@ import (
 // them as WorkloadReady, RollPending and status.workload.
 type Reconciler struct {
 	client.Client
-	Recorder events.EventRecorder
-	Status   status.Applier
-	Options  Options
+	// APIReader reads what is not cached: PersistentVolumes, only for a lost node.
+	APIReader client.Reader
+	Recorder  events.EventRecorder
+	Status    status.Applier
+	Options   Options
 }
 
 // current is what exists for a node now.
@@ -42,6 +45,8 @@ type current struct {
 type workload struct {
 	kind     valkeyv1.WorkloadType
 	name     string
+	uid      types.UID
+	failure  string // a Deployment's ReplicaFailure condition
 	hash     string // AnnotationTemplateHash of its pod template
 	rollFrom string // AnnotationRollFrom
 	replicas int32
@@ -75,7 +80,7 @@ func workloadObject(node *valkeyv1.ValkeyNode, kind valkeyv1.WorkloadType) clien
 
 // readWorkload reads what the controller needs of a StatefulSet or Deployment.
 func readWorkload(obj client.Object) *workload {
-	w := &workload{name: obj.GetName(), rollFrom: obj.GetAnnotations()[AnnotationRollFrom]}
+	w := &workload{name: obj.GetName(), uid: obj.GetUID(), rollFrom: obj.GetAnnotations()[AnnotationRollFrom]}
 	var tmpl corev1.PodTemplateSpec
 	var replicas *int32
 	switch o := obj.(type) {
@@ -83,6 +88,7 @@ func readWorkload(obj client.Object) *workload {
 		w.kind, tmpl, replicas = valkeyv1.WorkloadStatefulSet, o.Spec.Template, o.Spec.Replicas
 	case *appsv1.Deployment:
 		w.kind, tmpl, replicas = valkeyv1.WorkloadDeployment, o.Spec.Template, o.Spec.Replicas
+		w.failure = deploymentFailure(o)
 	}
 	w.hash, w.replicas = tmpl.Annotations[AnnotationTemplateHash], ptr.Deref(replicas, 1)
 	return w
@@ -171,6 +177,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	} else {
 		res.roll, err = r.reconcileRoll(ctx, node, cur, want, volumeOK)
 		res.ready = podReadiness(cur.pod, cur.appliedHash())
+	}
+	if err == nil {
+		res.ready, err = r.explain(ctx, node, cur, res.ready)
 	}
 	res.workload = observedWorkload(cur)
 	res.workload.DesiredTemplateHash = want.hash

@@ -11,12 +11,14 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -67,8 +69,10 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// CacheOptions are the label filters of the controller's caches: only the StatefulSets,
-// Deployments, Pods and ConfigMaps the operator made.
+// CacheOptions are the filters of the controller's caches: only the StatefulSets,
+// Deployments, Pods and ConfigMaps the operator made; only the StatefulSet controller's
+// FailedCreate events; Kubernetes nodes without their image lists and managed fields (they
+// are few, and only their labels and Ready condition are read).
 func CacheOptions() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
@@ -76,7 +80,20 @@ func CacheOptions() map[client.Object]cache.ByObject {
 		&appsv1.Deployment{}:  managed,
 		&corev1.Pod{}:         managed,
 		&corev1.ConfigMap{}:   managed,
+		&corev1.Event{}:       {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
+		&corev1.Node{}:        {Transform: slimNode},
 	}
+}
+
+// slimNode drops what the controller never reads of a Kubernetes node.
+func slimNode(o any) (any, error) {
+	if n, ok := o.(*corev1.Node); ok {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+		n.Status.VolumesInUse = nil
+		n.Status.VolumesAttached = nil
+	}
+	return o, nil
 }
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch
@@ -86,6 +103,9 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=persistentvolumes,verbs=list
 
 // SetupWithManager registers the controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
@@ -95,11 +115,20 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	if opts.StartImage == "" {
 		return fmt.Errorf("start-image is required: the image holding %s", StartImagePath)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &corev1.Pod{}, IndexPodNodeName, func(o client.Object) []string {
+		if p, ok := o.(*corev1.Pod); ok && p.Spec.NodeName != "" {
+			return []string{p.Spec.NodeName}
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("index pods by node: %w", err)
+	}
 	r := &Reconciler{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
-		Options:  opts.withDefaults(),
-		Status:   status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
+		Client:    mgr.GetClient(),
+		APIReader: mgr.GetAPIReader(),
+		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
+		Options:   opts.withDefaults(),
+		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
 	}
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
@@ -108,6 +137,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToNode)).
+		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodes(mgr.GetClient())),
+			builder.WithPredicates(nodeReadyChanged())).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", Name, err)
@@ -134,4 +166,25 @@ func podToNode(_ context.Context, o client.Object) []reconcile.Request {
 		return nil
 	}
 	return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// nodeReadyChanged passes Kubernetes nodes created or deleted, and updates that change their
+// Ready condition's status (not the heartbeats).
+func nodeReadyChanged() predicate.Predicate {
+	return predicate.Funcs{
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return nodeReady(e.ObjectOld) != nodeReady(e.ObjectNew)
+		},
+	}
+}
+
+func nodeReady(o client.Object) corev1.ConditionStatus {
+	if n, ok := o.(*corev1.Node); ok {
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				return c.Status
+			}
+		}
+	}
+	return ""
 }

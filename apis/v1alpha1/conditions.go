@@ -69,6 +69,14 @@ const (
 	ReasonUpToDate         = "UpToDate"
 	// ReasonTerminating: the node is being deleted; its workload is (or is about to be) removed.
 	ReasonTerminating = "Terminating"
+	// ReasonFailedCreate (WorkloadReady=False): the workload cannot create its pod; the
+	// message is the workload's own (the StatefulSet's FailedCreate event, the Deployment's
+	// ReplicaFailure condition), for example a quota or a refused pod spec.
+	ReasonFailedCreate = "FailedCreate"
+	// ReasonNodeNotReady (WorkloadReady=False): the pod's Kubernetes node is NotReady or
+	// Unknown; the message names it, says since when, and, when the node's claim is a local
+	// volume of that node, what to do if it never returns.
+	ReasonNodeNotReady = "NodeNotReady"
 )
 
 // Topology controller conditions (writer: topology controller).
@@ -122,14 +130,17 @@ const (
 const (
 	// ConditionReady is True when every wanted node is ready and joined, every shard has
 	// its replicas, all 16384 slots are assigned, no slot is moving and every node reports
-	// cluster_state ok (reason Ready; NotReady otherwise).
+	// cluster_state ok (reason Ready; NotReady otherwise). Nodes whose Kubernetes node is lost
+	// (WorkloadReady reason NodeNotReady) are excused: Ready is True "on the survivors" while
+	// every shard's primary serves its slots.
 	ConditionReady = "Ready"
 	// ConditionProgressing is True while the topology controller has work under way
 	// (reasons Forming, MigratingSlots, MigrationStalled, Scaling, Rolling, FailoverBackoff;
 	// Settled when False).
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
-	// ClusterStateFail, PrimaryRollingWithoutReplica; Healthy when False).
+	// ClusterStateFail, PrimaryRollingWithoutReplica) or some nodes are on lost Kubernetes
+	// nodes (NodesLost); Healthy when False.
 	ConditionDegraded = "Degraded"
 	// ConditionSlotsAssigned is True when some primary owns every slot (AllSlotsAssigned;
 	// SlotsUnassigned when False).
@@ -143,6 +154,10 @@ const (
 	ReasonSlotsUnavailable = "SlotsUnavailable"
 	ReasonNoReplicaRoll    = "PrimaryRollingWithoutReplica"
 	ReasonClusterStateFail = "ClusterStateFail"
+	// ReasonNodesLost (Degraded=True): some wanted nodes are not ready because their
+	// Kubernetes node is NotReady (WorkloadReady reason NodeNotReady); the message names them.
+	// Ready stays True "on the survivors" when every slot is still served.
+	ReasonNodesLost        = "NodesLost"
 	ReasonAllSlotsAssigned = "AllSlotsAssigned"
 	ReasonSlotsUnassigned  = "SlotsUnassigned"
 	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the

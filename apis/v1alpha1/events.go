@@ -68,6 +68,12 @@ const (
 	// EventInvalidConfig (Warning): spec.config was refused; the running workload is left
 	// unchanged.
 	EventInvalidConfig = "InvalidConfig"
+	// EventFailedCreate (Warning): the workload cannot create the node's pod; the message is
+	// the workload's own reason (WorkloadReady reason FailedCreate).
+	EventFailedCreate = "FailedCreate"
+	// EventNodeNotReady (Warning): the pod's Kubernetes node is NotReady or Unknown
+	// (WorkloadReady reason NodeNotReady).
+	EventNodeNotReady = "NodeNotReady"
 	// EventWorkloadDeleted (Normal): the workload and ConfigMap of a drained node being
 	// deleted were deleted.
 	EventWorkloadDeleted = "WorkloadDeleted"

@@ -40,6 +40,27 @@ const (
 // DefaultPasswordKey is the Secret key holding the password when none is named.
 const DefaultPasswordKey = "password"
 
+// Name limits. A StatefulSet's pods carry the label controller-revision-hash
+// "<StatefulSet name>-<hash of up to 10 characters>", which must fit a label value (63), so
+// the StatefulSet name valkey-<node> must fit 52. That is the tightest limit on a node name:
+// the label valkey.io/node (63), the pod <StatefulSet>-0 (63), the claim and ConfigMap names
+// (253) and anything named after the cluster and a shard are shorter or looser. The CEL rules
+// on ValkeyCluster and ValkeyNode (see their types) use these figures.
+const (
+	// MaxLabelValueLength is the Kubernetes limit on a label value.
+	MaxLabelValueLength = 63
+	// MaxWorkloadNameLength is the longest StatefulSet name whose revision-hash label fits.
+	MaxWorkloadNameLength = MaxLabelValueLength - 11
+	// MaxNodeNameLength is the longest ValkeyNode name: valkey-<node> fits MaxWorkloadNameLength.
+	MaxNodeNameLength = MaxWorkloadNameLength - len("valkey-")
+)
+
+// MaxClusterNameLength is the longest ValkeyCluster name for the given shards and replicas:
+// its last node, <name>-<shards-1>-<replicas>, must fit MaxNodeNameLength.
+func MaxClusterNameLength(shards, replicas int32) int {
+	return MaxNodeNameLength - len(NodeName("", shards-1, replicas))
+}
+
 // NodeName is the name of the ValkeyNode for a shard and replica index of a cluster.
 func NodeName(cluster string, shard, replica int32) string {
 	return fmt.Sprintf("%s-%d-%d", cluster, shard, replica)

@@ -205,3 +205,51 @@ var _ = Describe("ValkeyNode admission", func() {
 		})
 	}
 })
+
+var _ = Describe("Names that fit", func() {
+	var ns string
+	BeforeEach(func() { ns = newNamespace() })
+
+	cluster := func(nameLen int, shards, replicas int32) *v1.ValkeyCluster {
+		return &v1.ValkeyCluster{
+			ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("c", nameLen), Namespace: ns},
+			Spec:       v1.ValkeyClusterSpec{Shards: shards, Replicas: replicas},
+		}
+	}
+
+	for _, tc := range []struct {
+		shards, replicas int32
+		message          string
+	}{
+		{3, 1, "metadata.name must be at most 41 characters for 3 shards and 1 replica (the StatefulSet name valkey-<name>-<shard>-<replica> must fit 52 characters)"},
+		{1, 0, "metadata.name must be at most 41 characters for 1 shard and 0 replicas"},
+		{11, 10, "metadata.name must be at most 39 characters for 11 shards and 10 replicas"},
+		{1000, 2, "metadata.name must be at most 39 characters for 1000 shards and 2 replicas"},
+	} {
+		It(fmt.Sprintf("refuses a ValkeyCluster name one character too long for %d shards and %d replicas, and accepts the longest", tc.shards, tc.replicas), func() {
+			longest := v1.MaxClusterNameLength(tc.shards, tc.replicas)
+			expectRejected(k8s.Create(ctx, cluster(longest+1, tc.shards, tc.replicas)), tc.message)
+			Expect(k8s.Create(ctx, cluster(longest, tc.shards, tc.replicas))).To(Succeed())
+		})
+	}
+
+	// The highest shard index gains a digit from 10 to 11 shards (node <name>-10-<replica>).
+	It("refuses a scale-out that adds a digit to the longest node name, with the same message", func() {
+		c := cluster(v1.MaxClusterNameLength(10, 1), 10, 1)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Shards = 11
+		expectRejected(k8s.Update(ctx, c), "metadata.name must be at most 40 characters for 11 shards and 1 replica")
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
+		c.Spec.Replicas = 0
+		Expect(k8s.Update(ctx, c)).To(Succeed(), "changes that keep the digits stay allowed")
+	})
+
+	It("refuses a ValkeyNode name one character too long, and accepts the longest", func() {
+		node := func(name string) *v1.ValkeyNode {
+			return &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		}
+		expectRejected(k8s.Create(ctx, node(strings.Repeat("n", v1.MaxNodeNameLength+1))),
+			"metadata.name must be at most 45 characters (the StatefulSet name valkey-<name> must fit 52 characters)")
+		Expect(k8s.Create(ctx, node(strings.Repeat("n", v1.MaxNodeNameLength)))).To(Succeed())
+	})
+})

@@ -61,6 +61,12 @@ type ValkeyClusterStatus struct {
 
 // ValkeyCluster is a sharded Valkey cluster.
 //
+// Its name must leave room for its longest node name, <name>-<shards-1>-<replicas>, in the
+// StatefulSet name valkey-<node> (MaxWorkloadNameLength; see MaxClusterNameLength). The rule
+// is evaluated on updates too, so a scale-out that adds a digit (10 to 11 shards, 9 to 10
+// replicas) is refused the same way.
+//
+// +kubebuilder:validation:XValidation:rule="!has(self.spec) || self.metadata.name.size() <= 43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)",messageExpression=`'metadata.name must be at most ' + ((43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][(43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][(43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) % 10] + ' characters for ' + (self.spec.shards >= 1000 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 1000 % 10] : "") + (self.spec.shards >= 100 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 100 % 10] : "") + (self.spec.shards >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards % 10] + (self.spec.shards == 1 ? ' shard' : ' shards') + ' and ' + (self.spec.replicas >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.replicas / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.replicas % 10] + (self.spec.replicas == 1 ? ' replica' : ' replicas') + ' (the StatefulSet name valkey-<name>-<shard>-<replica> must fit 52 characters)'`
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkc,categories=valkey

@@ -128,6 +128,7 @@ type TopologyStatus struct {
 
 // ValkeyNode is one Valkey server with its volume and workload.
 //
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 45",message="metadata.name must be at most 45 characters (the StatefulSet name valkey-<name> must fit 52 characters)"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkn,categories=valkey
