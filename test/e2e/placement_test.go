@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // Placement, drains and node loss on the three-node local cluster (`make cluster-up NODES=3`;
@@ -102,8 +103,12 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		expectPromotedPartner(cluster, lost)
 		promoted := time.Since(since).Round(time.Second)
 		Eventually(func() string { return conditionOf(cluster, v1.ConditionDegraded) }).
-			WithTimeout(3*time.Minute).Should(HavePrefix("True"), "Degraded while %s is lost", host)
+			WithTimeout(3*time.Minute).Should(HavePrefix("True "+v1.ReasonNodesLost), "Degraded while %s is lost", host)
 		degraded := time.Since(since).Round(time.Second)
+		why := status.Get(nodeByName(cluster, lost.Name).Status.Conditions, v1.ConditionWorkloadReady)
+		Expect(why).NotTo(BeNil())
+		Expect(why.Reason).To(Equal(v1.ReasonNodeNotReady), "%s says why its pod is not Ready: %s", lost.Name, why.Message)
+		GinkgoWriter.Printf("%s WorkloadReady: %s %s\n", lost.Name, why.Reason, why.Message)
 		Eventually(func() string { return conditionOf(cluster, v1.ConditionReady) }).
 			WithTimeout(3*time.Minute).Should(HavePrefix("True"), "Ready on the survivors")
 		GinkgoWriter.Printf("%s stopped: replica of %s promoted after %s, Degraded after %s (%s), Ready on the survivors after %s\n",
