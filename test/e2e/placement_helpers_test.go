@@ -172,13 +172,13 @@ func expectPromotedPartner(c *v1.ValkeyCluster, lost v1.ValkeyNode) {
 	}).WithTimeout(2*time.Minute).Should(Equal("master"), "%s took over from %s", p.Name, lost.Name)
 }
 
-// drainObserver watches, while a Kubernetes node is drained, each primary on it (when its
-// replica says it is the master, when its pod is gone) and how many pods of one shard are down
-// at once.
+// drainObserver watches, while a Kubernetes node is drained, each primary on it (whether its
+// replica answered as the master while the primary's pod was still there, and whether that pod
+// went) and how many pods of one shard are down at once.
 type drainObserver struct {
 	mu         sync.Mutex
-	promotedAt map[string]time.Time
-	goneAt     map[string]time.Time
+	handedOver map[string]bool
+	gone       map[string]bool
 	maxDown    int
 	cancel     context.CancelFunc
 	done       chan struct{}
@@ -196,7 +196,10 @@ func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
 		}
 	}
 	octx, cancel := context.WithCancel(ctx)
-	o := &drainObserver{promotedAt: map[string]time.Time{}, goneAt: map[string]time.Time{}, cancel: cancel, done: make(chan struct{})}
+	o := &drainObserver{handedOver: map[string]bool{}, gone: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	for _, w := range primaries {
+		o.handedOver[w.name] = false
+	}
 	go func() {
 		defer GinkgoRecover()
 		defer close(o.done)
@@ -205,31 +208,29 @@ func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
 				o.look(octx, c.Namespace, w.name, w.pod, w.uid, w.partnerIP, pw)
 			}
 			o.countDown(octx, c.Namespace, nodes)
-			time.Sleep(200 * time.Millisecond) // polling interval of the observer
+			time.Sleep(100 * time.Millisecond) // polling interval of the observer
 		}
 	}()
 	return o
 }
 
-// look records when the primary's replica first answers as master and when its pod is gone
-// (not found, or replaced by a pod with another UID).
+// look asks the primary's replica for its role, then looks at the primary's pod: a replica
+// that answered as the master while that pod was still there (same UID) took over before the
+// pod went; the pod is gone when it is not found or replaced by one with another UID.
 func (o *drainObserver) look(octx context.Context, ns, name, pod, uid, partnerIP, pw string) {
-	now := time.Now()
-	if m, err := infoAt(octx, partnerIP, pw, "replication", time.Second); err == nil && m["role"] == "master" {
-		o.first(o.promotedAt, name, now)
-	}
+	m, err := infoAt(octx, partnerIP, pw, "replication", time.Second)
+	master := err == nil && m["role"] == "master"
 	var p corev1.Pod
-	if err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: pod}, &p); (err != nil && client.IgnoreNotFound(err) == nil) ||
-		(err == nil && string(p.UID) != uid) {
-		o.first(o.goneAt, name, now)
-	}
-}
-
-func (o *drainObserver) first(m map[string]time.Time, name string, t time.Time) {
+	err = k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
+	there := err == nil && string(p.UID) == uid
+	gone := (err != nil && client.IgnoreNotFound(err) == nil) || (err == nil && string(p.UID) != uid)
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if _, ok := m[name]; !ok {
-		m[name] = t
+	if master && there {
+		o.handedOver[name] = true
+	}
+	if gone {
+		o.gone[name] = true
 	}
 }
 
@@ -249,20 +250,14 @@ func (o *drainObserver) countDown(octx context.Context, ns string, nodes []v1.Va
 	}
 }
 
-// stop ends the observer; handedOver tells for each primary whether its replica was the
-// master before its pod was gone.
+// stop ends the observer; handedOver tells for each primary whether its pod went and its
+// replica was the master before it did.
 func (o *drainObserver) stop() (handedOver map[string]bool, maxDown int) {
 	o.cancel()
 	<-o.done
 	handedOver = map[string]bool{}
-	for name, gone := range o.goneAt {
-		promoted, ok := o.promotedAt[name]
-		handedOver[name] = ok && promoted.Before(gone)
-	}
-	for name := range o.promotedAt {
-		if _, ok := o.goneAt[name]; !ok {
-			handedOver[name] = false // promoted, but its pod never went: not drained
-		}
+	for name, first := range o.handedOver {
+		handedOver[name] = first && o.gone[name]
 	}
 	return handedOver, o.maxDown
 }

@@ -74,9 +74,9 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		Expect(err).NotTo(HaveOccurred(), out)
 		waitReady(cluster, 5*time.Minute)
 		expectAcked(cluster, w, "drain")
-		Expect(handedOver).To(HaveLen(2))
+		Expect(len(handedOver)).To(BeNumerically(">=", 2), "primaries on %s", host)
 		for primary, first := range handedOver {
-			Expect(first).To(BeTrue(), "%s's replica took over before its pod was gone", primary)
+			Expect(first).To(BeTrue(), "%s drained, its replica the master before its pod was gone", primary)
 		}
 		Expect(maxDown).To(Equal(1), "a drain never takes a shard's two pods at once")
 		expectClusterCheck(cluster)
@@ -119,11 +119,14 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 	It("brings the Kubernetes node back: the old primary rejoins as a replica with its node ID", func() {
 		Expect(lostHost).NotTo(BeEmpty(), "the previous spec stopped a node")
 		host := lostHost
+		// While a shard has no replica, WAIT 1 acknowledges none of its keys and the writer
+		// waits on the first such key: it is under way before the node returns, acknowledges
+		// again once the old primary has rejoined.
 		w := startAckWriter(cluster, "start-node")
-		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 		since := time.Now()
 		startKubeNode(host)
 		waitReady(cluster, 5*time.Minute)
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer acknowledges again")
 		Eventually(func() string { return conditionOf(cluster, v1.ConditionDegraded) }).
 			WithTimeout(time.Minute).Should(HavePrefix("False"), "Degraded no more")
 		back := nodeByName(cluster, lost.Name)
