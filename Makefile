@@ -11,6 +11,12 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
+# NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
+# SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
+# queue through the iptables NFQUEUE target (test/localcluster/build-kube-network-policies.sh).
+KUBE_NETWORK_POLICIES_VERSION := v0.8.0
+KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)-xtqueue
+export KUBE_NETWORK_POLICIES
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
@@ -45,6 +51,13 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(CACHE)/tools
 	GOBIN=$(CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(CACHE)/tools/gobin/golangci-lint $@
+
+$(KUBE_NETWORK_POLICIES): test/localcluster/kube-network-policies-xt-queue.patch
+	@mkdir -p $(CACHE)/tools
+	test/localcluster/build-kube-network-policies.sh $(KUBE_NETWORK_POLICIES_VERSION) $@
+
+.PHONY: kube-network-policies
+kube-network-policies: $(KUBE_NETWORK_POLICIES) ## Build the local cluster's NetworkPolicy enforcer (cached).
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -116,7 +129,7 @@ NODES ?= 1
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
-images: valkey ## Build the pause, Valkey and controller images (.local/images) and import them when the cluster is up.
+images: valkey kube-network-policies ## Build the pause, Valkey, controller and NetworkPolicy images (.local/images) and import them when the cluster is up.
 	test/images/build.sh all
 
 .PHONY: cluster-up

@@ -30,6 +30,8 @@ type clusterFacts struct {
 	progress []string
 	// failoversStalled describes the failovers waiting out a backoff.
 	failoversStalled []string
+	// policyRefused says why the cluster's NetworkPolicy was refused ("" when it was not).
+	policyRefused string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -51,7 +53,7 @@ func factsOf(st *clusterState) clusterFacts {
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
 		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
-		stalled: st.stalled,
+		stalled: st.stalled, policyRefused: st.policyRefused,
 	}
 	for _, n := range st.nodes {
 		approval := rollApproval(st, n)
@@ -145,6 +147,8 @@ func progressing(f clusterFacts, desired int) metav1.Condition {
 	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
 	msg := strings.Join(append(append([]string(nil), f.failoversStalled...), f.progress...), "; ")
 	switch {
+	case f.policyRefused != "":
+		on, reason, msg = true, valkeyv1.ReasonNetworkPolicyRefused, f.policyRefused+"; "+msg
 	case f.stalled != "":
 		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
 	case len(f.failoversStalled) > 0:

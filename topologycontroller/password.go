@@ -128,7 +128,7 @@ func (r *Reconciler) ownedNodes(ctx context.Context, vc *valkeyv1.ValkeyCluster)
 	return n, nil
 }
 
-// password reads the password from the Secret (directly: a user's Secret is not cached).
+// password reads the password from the Secret (directly: no Secret is cached or watched).
 func (r *Reconciler) password(ctx context.Context, ns string, ref *valkeyv1.SecretKeyRef) (string, error) {
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {

@@ -20,7 +20,7 @@ import (
 // topology controller's status on both.
 type Reconciler struct {
 	client.Client
-	// APIReader reads past the cache: a user's password Secret (not cached) and the
+	// APIReader reads past the cache: the password Secret (no Secret is cached) and the
 	// approvals counted before a roll is approved.
 	APIReader client.Reader
 	Recorder  recorder.EventRecorder
@@ -76,6 +76,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)
 	}
+	if err := r.protect(ctx, st); err != nil {
+		return ctrl.Result{}, err
+	}
 	computeJoined(st)
 	r.settleFailovers(st)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
@@ -129,4 +132,13 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		}
 	}
 	return nil
+}
+
+// protect writes what guards the cluster's pods: a PodDisruptionBudget per shard and the
+// cluster's NetworkPolicy.
+func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
+	if err := r.disruptionBudgets(ctx, st.cluster, st.nodes); err != nil {
+		return err
+	}
+	return r.networkPolicy(ctx, st)
 }

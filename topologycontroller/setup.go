@@ -13,7 +13,8 @@ import (
 	"fmt"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -58,6 +59,9 @@ type Options struct {
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
 	// MaxConcurrentReconciles is the number of clusters reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+	// OperatorNamespace is the namespace the controller runs in: every cluster's
+	// NetworkPolicy admits it to both ports (none when empty).
+	OperatorNamespace string `mapstructure:"operator-namespace"`
 }
 
 // Migration modes (Options.MigrationMode).
@@ -129,11 +133,17 @@ func (o Options) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CacheOptions are the label filters of the controller's caches: only the Secrets the
-// operator generates are cached (a user's Secret is read directly when needed).
+// CacheOptions are the filters of the controller's caches. No Secret is cached or watched:
+// a cache of Secrets, even one filtered by label, needs the right to list and watch Secrets
+// in every namespace. The generated Secret and a user's are both read by a direct get when
+// a cluster is reconciled, so a deleted password Secret is seen at the next reconcile (at
+// the latest after resync-period). Only the PodDisruptionBudgets and NetworkPolicies the
+// operator makes are cached.
 func CacheOptions() map[client.Object]cache.ByObject {
+	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
-		&corev1.Secret{}: {Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})},
+		&policyv1.PodDisruptionBudget{}: ours,
+		&networkingv1.NetworkPolicy{}:   ours,
 	}
 }
 
@@ -141,10 +151,13 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch;create
-// +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
+// Secrets: get and create only, never list or watch (see CacheOptions).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch
+// Leader election: its Lease is in the operator's namespace only, by the Role in
+// deploy/topology-controller/rbac/bindings.yaml (no cluster-wide lease rights).
 
 // SetupWithManager registers the controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
@@ -164,10 +177,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named("topology").
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
-		Owns(&corev1.Secret{}, builder.WithPredicates(predicate.Funcs{
-			CreateFunc: func(event.CreateEvent) bool { return false },
-			UpdateFunc: func(event.UpdateEvent) bool { return false },
-		})).
+		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
+		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(r); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
@@ -196,6 +207,18 @@ func nodeChanged() predicate.Predicate {
 			return ok1 && ok2 && podIP(o) != podIP(n)
 		}},
 	)
+}
+
+// changedByOthers passes the changes to an object the controller writes that it must undo:
+// a deletion or a spec change (its own writes are no-ops by then). Its own creations and
+// status updates (a budget's counts) are not passed.
+func changedByOthers() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
+		},
+	}
 }
 
 func podIP(n *valkeyv1.ValkeyNode) string {

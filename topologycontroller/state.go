@@ -37,6 +37,9 @@ type clusterState struct {
 	stalledBy  map[[2]*member][]int // source and target → slots stalled this round
 	// balanced: the slots phase found nothing to move this round.
 	balanced bool
+	// policyRefused says why the API server refused the cluster's NetworkPolicy ("" when
+	// it did not).
+	policyRefused string
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

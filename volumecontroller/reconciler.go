@@ -24,8 +24,8 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// Leader election (the binary elects a leader by default).
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;create;update
+// Leader election: its Lease is in the operator's namespace only, by the Role in
+// deploy/volume-controller/rbac/bindings.yaml (no cluster-wide lease rights).
 
 // Reconciler keeps each ValkeyNode's PersistentVolumeClaim and reports it as VolumeReady,
 // VolumeSized and status.volume.
@@ -78,7 +78,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	if claim == nil {
 		return r.createClaim(ctx, node)
 	}
-	class, err := resolveClass(ctx, r.Client, claim.Spec.StorageClassName)
+	class, err := r.resolveClass(ctx, claim.Spec.StorageClassName)
 	if err != nil {
 		return claimReport(node, claim, class, nil), err
 	}
@@ -117,7 +117,7 @@ func (r *Reconciler) getClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (*
 // existed (status.volume has a phase) and disappeared is recreated empty, with a Warning.
 func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode) (report, error) {
 	name := valkeyv1.ClaimName(node.Name)
-	class, err := resolveClass(ctx, r.Client, node.Spec.Persistence.StorageClassName)
+	class, err := r.resolveClass(ctx, node.Spec.Persistence.StorageClassName)
 	if err != nil {
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, err.Error()), err
 	}

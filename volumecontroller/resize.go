@@ -29,6 +29,8 @@ func expansionRefusal(claim *corev1.PersistentVolumeClaim, class classRef) strin
 	switch {
 	case class.None:
 		return fmt.Sprintf("claim %s has no StorageClass, so it cannot be expanded", claim.Name)
+	case class.Unread:
+		return "" // the API server refuses the patch if the class does not allow expansion
 	case class.Class == nil:
 		return fmt.Sprintf("cannot expand claim %s: %s not found", claim.Name, class.describe())
 	case !allowsExpansion(class.Class):

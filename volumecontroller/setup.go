@@ -29,9 +29,16 @@ import (
 // Name of the controller: its binary, leader election Lease and metrics prefix.
 const Name = "volume-controller"
 
-// Options are the controller's own settings (the binary fills them from flags). The
-// controller needs none beyond the manager's.
-type Options struct{}
+// Options are the controller's own settings (the binary fills them from flags).
+type Options struct {
+	// IgnoreStorageClasses: the controller neither reads nor watches StorageClasses, for an
+	// install without cluster-wide rights (deploy/namespaced). Claims are then created as
+	// asked without checking their class, and the API server decides on expansion.
+	IgnoreStorageClasses bool `mapstructure:"ignore-storage-classes"`
+}
+
+// Validate checks the settings (every combination is valid).
+func (Options) Validate() error { return nil }
 
 // CacheOptions are the label filters of the controller's caches: only claims the operator
 // made (app.kubernetes.io/managed-by=valkey-operator) are cached.
@@ -61,13 +68,15 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		status.DeletionChanged(),
 		status.ConditionChanged(valkeyv1.ConditionDrained),
 	)
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("volume").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged)).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode)).
-		Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToNodes),
-			builder.WithPredicates(classChanged())).
-		Complete(r)
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode))
+	if !opts.IgnoreStorageClasses {
+		b = b.Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToNodes),
+			builder.WithPredicates(classChanged()))
+	}
+	err := b.Complete(r)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", Name, err)
 	}

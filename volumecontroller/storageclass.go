@@ -6,6 +6,7 @@ import (
 
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -24,20 +25,39 @@ type classRef struct {
 	Class *storagev1.StorageClass
 	// None is true for an explicit empty class name: no dynamic provisioning, no class.
 	None bool
+	// Unread is true when StorageClasses are not read (Options.IgnoreStorageClasses): the
+	// class is neither known to exist nor known to be missing.
+	Unread bool
 }
 
 // missing tells whether a class was asked for and not found.
-func (c classRef) missing() bool { return c.Class == nil && !c.None }
+func (c classRef) missing() bool { return c.Class == nil && !c.None && !c.Unread }
 
 // describe names the class for messages.
 func (c classRef) describe() string {
 	switch {
 	case c.None:
 		return `no StorageClass ("")`
+	case c.Unread && c.Name == "":
+		return "the default StorageClass, not checked: StorageClasses are not read (--ignore-storage-classes)"
+	case c.Unread:
+		return "StorageClass " + c.Name + ", not checked: StorageClasses are not read (--ignore-storage-classes)"
 	case c.Name == "":
 		return "the default StorageClass"
 	}
 	return "StorageClass " + c.Name
+}
+
+// resolveClass resolves a class name with the controller's client, or not at all when
+// StorageClasses are not read (an install without cluster-wide rights).
+func (r *Reconciler) resolveClass(ctx context.Context, name *string) (classRef, error) {
+	if !r.Options.IgnoreStorageClasses {
+		return resolveClass(ctx, r.Client, name)
+	}
+	if name != nil && *name == "" {
+		return classRef{None: true}, nil
+	}
+	return classRef{Name: ptr.Deref(name, ""), Unread: true}, nil
 }
 
 // resolveClass finds the StorageClass for a class name: the named class, or the cluster

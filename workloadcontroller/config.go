@@ -15,6 +15,10 @@ const (
 	ConfigDir = "/etc/valkey"
 	// ConfigFile is the key of valkey.conf in the node's ConfigMap.
 	ConfigFile = "valkey.conf"
+	// AuthDir is a memory-backed emptyDir where valkey-start writes AuthFile, the password
+	// as requirepass and masterauth, which valkey.conf includes.
+	AuthDir  = "/run/valkey-auth"
+	AuthFile = AuthDir + "/auth.conf"
 	// ClientPort is the port clients and the topology controller connect to.
 	ClientPort = valkeyconf.ClientPort
 	// BusPort is the cluster bus port.
@@ -25,9 +29,13 @@ const (
 type ConfigError = valkeyconf.ConfigError
 
 // renderConfig renders the node's valkey.conf from its spec: persistence decides RDB and
-// AOF, spec.config is merged. A refused config is a *ConfigError.
+// AOF, spec.config is merged, and a node with a password includes AuthFile (the config
+// itself never holds the password). A refused config is a *ConfigError.
 func renderConfig(spec *valkeyv1.ValkeyNodeSpec) (string, error) {
 	p := valkeyconf.Params{DataDir: DataDir, Config: spec.Config}
+	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" {
+		p.AuthFile = AuthFile
+	}
 	if ps := spec.Persistence; ps != nil {
 		p.Persistence = true
 		p.RDB, p.AOF = ps.RDBEnabled(), ps.AOFEnabled()

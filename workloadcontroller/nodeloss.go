@@ -23,7 +23,7 @@ const IndexPodNodeName = "spec.nodeName"
 // NotReady or Unknown, or gone. With persistence, the message adds what to do when the
 // node's claim is on a volume only that node can mount.
 func (r *Reconciler) nodeLoss(ctx context.Context, node *valkeyv1.ValkeyNode, pod *corev1.Pod) (string, error) {
-	if pod == nil || pod.Spec.NodeName == "" {
+	if pod == nil || pod.Spec.NodeName == "" || r.Options.IgnoreNodes {
 		return "", nil
 	}
 	where := "is on"

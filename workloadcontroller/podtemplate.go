@@ -30,6 +30,7 @@ const (
 	containerName = "valkey"
 	dataVolume    = "data"
 	configVolume  = "config"
+	authVolume    = "auth"
 	passwordEnv   = "VALKEY_PASSWORD"
 	startVolume   = "valkey-start"
 	startDir      = "/opt/valkey-operator"
@@ -101,8 +102,9 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
 	}}
 	if ref := node.PasswordSecretRef(); ref != nil {
-		// Kubernetes expands $(VAR) in args; the controller never reads the Secret.
-		args = append(args, "--requirepass", "$("+passwordEnv+")", "--masterauth", "$("+passwordEnv+")")
+		// The password reaches the server through AuthFile (valkey-start writes it from
+		// VALKEY_PASSWORD), never through its command line; the CLI of the probes reads
+		// REDISCLI_AUTH/VALKEYCLI_AUTH. The controller never reads the Secret.
 		for _, name := range []string{passwordEnv, "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
 			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
 				SecretKeyRef: &corev1.SecretKeySelector{
@@ -130,20 +132,13 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
 	}
 
-	return corev1.PodTemplateSpec{
+	tmpl := corev1.PodTemplateSpec{
 		ObjectMeta: metav1.ObjectMeta{Labels: valkeyv1.NodeLabels(node)},
 		Spec: corev1.PodSpec{
 			TerminationGracePeriodSeconds: ptr.To(opts.TerminationGracePeriodSeconds),
 			AutomountServiceAccountToken:  ptr.To(false),
 			EnableServiceLinks:            ptr.To(false),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot:        ptr.To(true),
-				RunAsUser:           ptr.To(opts.RunAsUser),
-				RunAsGroup:          ptr.To(opts.RunAsUser),
-				FSGroup:             ptr.To(opts.RunAsUser),
-				FSGroupChangePolicy: ptr.To(corev1.FSGroupChangeOnRootMismatch),
-				SeccompProfile:      &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
+			SecurityContext:               podSecurity(node, opts),
 			Containers: []corev1.Container{{
 				Name:            containerName,
 				Image:           node.Spec.Image,
@@ -160,6 +155,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 					{Name: dataVolume, MountPath: DataDir},
 					{Name: configVolume, MountPath: ConfigDir, ReadOnly: true},
 					{Name: startVolume, MountPath: startDir, ReadOnly: true},
+					{Name: authVolume, MountPath: AuthDir},
 				},
 				// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF.
 				StartupProbe: &corev1.Probe{
@@ -174,9 +170,9 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				LivenessProbe: &corev1.Probe{
 					ProbeHandler: ping(false), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6,
 				},
-				SecurityContext: containerSecurity(),
+				SecurityContext: containerSecurity(node),
 			}},
-			InitContainers: []corev1.Container{installStart(opts)},
+			InitContainers: []corev1.Container{installStart(node, opts)},
 			Volumes: []corev1.Volume{
 				data,
 				{Name: configVolume, VolumeSource: corev1.VolumeSource{ConfigMap: &corev1.ConfigMapVolumeSource{
@@ -185,9 +181,15 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				{Name: startVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
 					SizeLimit: ptr.To(resource.MustParse("64Mi")),
 				}}},
+				// In memory: the password file never reaches the node's disk.
+				{Name: authVolume, VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{
+					Medium: corev1.StorageMediumMemory, SizeLimit: ptr.To(resource.MustParse("1Mi")),
+				}}},
 			},
 		},
 	}
+	place(node, &tmpl.Spec)
+	return tmpl
 }
 
 // startCommand runs the server through valkey-start (cmd/valkey-start): it fences a crashed
@@ -199,12 +201,15 @@ func startCommand(node *valkeyv1.ValkeyNode) []string {
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
 	}
+	if node.PasswordSecretRef() != nil {
+		cmd = append(cmd, "--auth-file", AuthFile)
+	}
 	return append(cmd, "--", "valkey-server", ConfigDir+"/"+ConfigFile)
 }
 
 // installStart is the init container that copies valkey-start from the operator's image
 // into the pod, so the user's Valkey image stays unmodified.
-func installStart(opts Options) corev1.Container {
+func installStart(node *valkeyv1.ValkeyNode, opts Options) corev1.Container {
 	return corev1.Container{
 		Name:            "install-valkey-start",
 		Image:           opts.StartImage,
@@ -215,16 +220,6 @@ func installStart(opts Options) corev1.Container {
 			Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("16Mi")},
 			Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("64Mi")},
 		},
-		SecurityContext: containerSecurity(),
-	}
-}
-
-// containerSecurity is the restricted security context of every container of the pod.
-func containerSecurity() *corev1.SecurityContext {
-	return &corev1.SecurityContext{
-		RunAsNonRoot:             ptr.To(true),
-		ReadOnlyRootFilesystem:   ptr.To(true),
-		AllowPrivilegeEscalation: ptr.To(false),
-		Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+		SecurityContext: containerSecurity(node),
 	}
 }

@@ -43,6 +43,16 @@ func TestTemplateHash(t *testing.T) {
 		{"resources", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		}, true},
+		{"shard anti-affinity", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Scheduling = &valkeyv1.SchedulingSpec{ShardAntiAffinity: valkeyv1.ShardAntiAffinityRequired}
+		}, true},
+		{"tolerations", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Scheduling = &valkeyv1.SchedulingSpec{Tolerations: []corev1.Toleration{{Key: "k", Operator: corev1.TolerationOpExists}}}
+		}, true},
+		{"image pull secrets", func(n *valkeyv1.ValkeyNode) { n.Spec.ImagePullSecrets = []corev1.LocalObjectReference{{Name: "r"}} }, true},
+		{"pod security context", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.PodSecurityContext = &corev1.PodSecurityContext{SupplementalGroups: []int64{5}}
+		}, true},
 		{"workload kind", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.Persistence = nil
 			n.Spec.WorkloadType = valkeyv1.WorkloadDeployment
@@ -107,7 +117,7 @@ func TestPodTemplate(t *testing.T) {
 			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},
 		{"the init container is restricted too", *ic.SecurityContext.ReadOnlyRootFilesystem && !*ic.SecurityContext.AllowPrivilegeEscalation},
 		{"the server runs under valkey-start, durable with RDB", strings.Join(c.Command, " ") ==
-			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable -- valkey-server /etc/valkey/valkey.conf"},
+			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable --auth-file /run/valkey-auth/auth.conf -- valkey-server /etc/valkey/valkey.conf"},
 		{"valkey-start mounted read-only", c.VolumeMounts[2].MountPath == "/opt/valkey-operator" && c.VolumeMounts[2].ReadOnly},
 	}
 	for _, ch := range checks {

@@ -40,6 +40,10 @@ type Options struct {
 	// StartImage is the image holding valkey-start at StartImagePath (the workload
 	// controller's own image): an init container copies it into every server pod.
 	StartImage string `mapstructure:"start-image"`
+	// IgnoreNodes: the controller neither reads nor watches Kubernetes nodes (cluster-scoped),
+	// for an install without cluster-wide rights. WorkloadReady then cannot say that a pod
+	// is not ready because its Kubernetes node is lost (reason NodeNotReady).
+	IgnoreNodes bool `mapstructure:"ignore-nodes"`
 }
 
 // DefaultOptions are the settings used for zero values.
@@ -130,18 +134,19 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Options:   opts.withDefaults(),
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
 	}
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodePredicate())).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
-		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToNode)).
-		Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodes(mgr.GetClient())),
-			builder.WithPredicates(nodeReadyChanged())).
-		Complete(r)
-	if err != nil {
+		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToNode))
+	if !opts.IgnoreNodes {
+		b = b.Watches(&corev1.Node{}, handler.EnqueueRequestsFromMapFunc(nodeToNodes(mgr.GetClient())),
+			builder.WithPredicates(nodeReadyChanged()))
+	}
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("build %s: %w", Name, err)
 	}
 	return nil

@@ -117,11 +117,11 @@ var _ = Describe("Volume gate", func() {
 		pod := sts.Spec.Template.Spec
 		c := pod.Containers[0]
 		Expect(c.Command).To(HaveExactElements("/opt/valkey-operator/valkey-start", "run", "--data-dir", "/data",
-			"--addr", "127.0.0.1:6379", "--", "valkey-server", "/etc/valkey/valkey.conf"), "no --durable without persistence")
+			"--addr", "127.0.0.1:6379", "--auth-file", "/run/valkey-auth/auth.conf",
+			"--", "valkey-server", "/etc/valkey/valkey.conf"), "no --durable without persistence")
 		Expect(pod.InitContainers).To(HaveLen(1))
 		Expect(pod.InitContainers[0].Image).To(Equal("valkey.local/workload-controller:dev"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--cluster-announce-ip $(POD_IP)"))
-		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--requirepass $(VALKEY_PASSWORD) --masterauth $(VALKEY_PASSWORD)"))
 		for _, name := range []string{"VALKEY_PASSWORD", "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
 			Expect(c.Env).To(ContainElement(And(HaveField("Name", name),
 				HaveField("ValueFrom.SecretKeyRef.Name", "c-auth"), HaveField("ValueFrom.SecretKeyRef.Key", "password"))))

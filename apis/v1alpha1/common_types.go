@@ -192,4 +192,28 @@ type ServerSpec struct {
 	// A ValkeyNode outside any cluster without it runs without a password.
 	// +optional
 	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+
+	// Scheduling places the pods: shard anti-affinity, node selector, affinity, tolerations,
+	// priority class and topology spread. Changing it rolls the pods one at a time.
+	// +optional
+	Scheduling *SchedulingSpec `json:"scheduling,omitempty"`
+
+	// ImagePullSecrets of the pods, to pull the server image from a private registry.
+	// +optional
+	// +listType=atomic
+	ImagePullSecrets []corev1.LocalObjectReference `json:"imagePullSecrets,omitempty"`
+
+	// PodSecurityContext overrides the pods' security context field by field: each field
+	// set here replaces the default's field of the same name, the others keep the default
+	// (runAsNonRoot, runAsUser/runAsGroup/fsGroup of the workload controller's --run-as-user,
+	// fsGroupChangePolicy OnRootMismatch, seccomp RuntimeDefault).
+	// +optional
+	PodSecurityContext *corev1.PodSecurityContext `json:"podSecurityContext,omitempty"`
+
+	// ContainerSecurityContext overrides the security context of every container of the
+	// pods (the server and the init container) field by field, as podSecurityContext does.
+	// The default: runAsNonRoot, read-only root filesystem, no privilege escalation, all
+	// capabilities dropped.
+	// +optional
+	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
 }

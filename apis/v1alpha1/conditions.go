@@ -163,6 +163,10 @@ const (
 	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
 	// message names the slots and the server's error. They are tried again with backoff.
 	ReasonMigrationStalled = "MigrationStalled"
+	// ReasonNetworkPolicyRefused (Progressing=True): the API server refused the cluster's
+	// NetworkPolicy (a spec.network.clientFrom peer it finds invalid); the message has its
+	// error. The servers run and are repaired as before.
+	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.

@@ -39,6 +39,9 @@ const (
 	// EventKeysNotFlushed (Warning): a primary without slots holds keys its slots' owners do
 	// not hold; it is kept out of the cluster instead of being flushed.
 	EventKeysNotFlushed = "KeysNotFlushed"
+	// EventNetworkPolicyRefused (Warning): the API server refused the cluster's
+	// NetworkPolicy; the note has its error.
+	EventNetworkPolicyRefused = "NetworkPolicyRefused"
 )
 
 // Event reasons of the topology controller about failovers and roll approvals.

@@ -75,6 +75,14 @@ func WorkloadName(node string) string { return "valkey-" + node }
 // ConfigMapName is the name of a node's rendered valkey.conf ConfigMap.
 func ConfigMapName(node string) string { return "valkey-" + node + "-config" }
 
+// DisruptionBudgetName is the name of the PodDisruptionBudget of a shard of a cluster.
+func DisruptionBudgetName(cluster string, shard int32) string {
+	return fmt.Sprintf("valkey-%s-%d", cluster, shard)
+}
+
+// NetworkPolicyName is the name of a cluster's NetworkPolicy.
+func NetworkPolicyName(cluster string) string { return "valkey-" + cluster }
+
 // PasswordSecretName is the name of the Secret generated for a cluster without one.
 func PasswordSecretName(cluster string) string { return cluster + "-auth" }
 

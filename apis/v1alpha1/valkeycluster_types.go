@@ -28,6 +28,10 @@ type ValkeyClusterSpec struct {
 
 	// ServerSpec is how every node's server runs; each ValkeyNode gets a copy.
 	ServerSpec `json:",inline"`
+
+	// Network is who may reach the servers: the NetworkPolicy the operator writes.
+	// +optional
+	Network *NetworkSpec `json:"network,omitempty"`
 }
 
 // ValkeyClusterStatus is written by the topology controller only.

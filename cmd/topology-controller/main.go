@@ -2,6 +2,8 @@
 package main
 
 import (
+	"os"
+
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -24,6 +26,7 @@ func main() {
 	fs.Duration("failover-backoff-max", d.FailoverBackoffMax, "longest wait between two tries of a failover")
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
+	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace every cluster's NetworkPolicy admits to both ports (this controller's: $POD_NAMESPACE by default)")
 	var s options.Settings[topologycontroller.Options]
 	options.Main(topologycontroller.Name, fs, &s, func() error {
 		return options.Start(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {

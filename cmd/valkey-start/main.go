@@ -57,6 +57,7 @@ func runServer(args []string) int {
 	fs.StringVar(&w.Addr, "addr", "127.0.0.1:6379", "the local server's client address")
 	fs.BoolVar(&w.Durable, "durable", false, "the server keeps its data set on disk (RDB or AOF)")
 	passwordEnv := fs.String("password-env", "VALKEY_PASSWORD", "environment variable holding the servers' password")
+	fs.StringVar(&w.AuthFile, "auth-file", "", "file (mode 0600) to write the password into as requirepass and masterauth, for the server's config to include")
 	fs.DurationVar(&w.DialTimeout, "dial-timeout", 2*time.Second, "bound of each connection and command")
 	fs.DurationVar(&w.FailoverTimeout, "failover-timeout", 10*time.Second, "bound of each attempt to promote a replica before a start")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")

@@ -9,17 +9,14 @@ import (
 	"valkey.io/operator/volumecontroller"
 )
 
-type settings struct {
-	options.Manager `mapstructure:",squash"`
-}
-
 func main() {
 	fs := pflag.NewFlagSet(volumecontroller.Name, pflag.ContinueOnError)
 	options.Flags(fs)
-	var s settings
+	fs.Bool("ignore-storage-classes", false, "neither read nor watch StorageClasses (an install without cluster-wide rights): claims are created without checking their class")
+	var s options.Settings[volumecontroller.Options]
 	options.Main(volumecontroller.Name, fs, &s, func() error {
 		return options.Start(volumecontroller.Name, s.Manager, volumecontroller.CacheOptions(), func(mgr ctrl.Manager) error {
-			return volumecontroller.SetupWithManager(mgr, volumecontroller.Options{})
+			return volumecontroller.SetupWithManager(mgr, s.Options)
 		})
 	})
 }

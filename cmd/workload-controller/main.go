@@ -21,6 +21,8 @@ func main() {
 	fs.Int64("run-as-user", def.RunAsUser, "user, group and fsGroup ID of the Valkey pods")
 	fs.String("start-image", "", "image holding "+workloadcontroller.StartImagePath+
 		" that the Valkey pods copy (this controller's own image when empty)")
+	fs.Bool("ignore-nodes", false, "neither read nor watch Kubernetes nodes (an install without cluster-wide rights): "+
+		"a pod on a lost node is reported not ready without saying why")
 	var s options.Settings[workloadcontroller.Options]
 	options.Main(workloadcontroller.Name, fs, &s, func() error {
 		return options.Start(workloadcontroller.Name, s.Manager, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {

@@ -35,6 +35,9 @@ type Wrapper struct {
 	Addr string
 	// Password of the servers ("" for none).
 	Password string
+	// AuthFile, when set, is written with the password (requirepass, masterauth) before
+	// the server starts; the server's config includes it.
+	AuthFile string
 	// Durable: the server keeps its data set on disk (RDB or AOF), so a clean stop leaves
 	// it whole and the server may start on it as a primary.
 	Durable bool
@@ -54,6 +57,10 @@ type Wrapper struct {
 // SIGTERM, and returns the exit code for the container: the server's, or 1 when it could
 // not be started safely.
 func (w *Wrapper) Run(ctx context.Context, argv []string) int {
+	if err := w.writeAuthFile(); err != nil {
+		w.logf("%v", err)
+		return 1
+	}
 	if err := w.fence(ctx); err != nil {
 		w.logf("%v", err)
 		return 1

@@ -10,7 +10,10 @@
 #       redis-cli from this machine, the wheel has none; each with the libraries ldd lists; runs
 #       as uid 1000; no shell; /usr/local/bin/kit for tests to look inside with kubectl exec).
 # all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*;
-#       the workload controller's image also holds valkey-start (./cmd/valkey-start).
+#       the workload controller's image also holds valkey-start (./cmd/valkey-start);
+#       + valkey.local/kube-network-policies:dev, the local cluster's NetworkPolicy enforcer
+#       (test/localcluster/netpol.yaml), from the pinned static build `make kube-network-policies`
+#       caches (KUBE_NETWORK_POLICIES), skipped with a note when that build is missing.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -56,6 +59,18 @@ if [ "$what" = all ]; then
 			"$bin/$c-controller=/usr/local/bin/$c-controller" "${extra[@]}"
 		built+=("$out/$c-controller.tar")
 	done
+	knp_version="$(sed -n 's/^KUBE_NETWORK_POLICIES_VERSION := //p' "$repo/Makefile")"
+	knp="${KUBE_NETWORK_POLICIES:-$HOME/.cache/valkey-operator/tools/kube-network-policies-$knp_version-xtqueue}"
+	if [ -x "$knp" ]; then
+		# It cleans its nftables table up only on SIGINT (v0.8.0 does not handle SIGTERM): the
+		# image asks the runtime to stop it with SIGINT.
+		"$pack" -out "$out/kube-network-policies.tar" -tag valkey.local/kube-network-policies:dev \
+			-entrypoint /usr/local/bin/kube-network-policies -stopsignal SIGINT \
+			"$knp=/usr/local/bin/kube-network-policies" dir:/tmp:0:0:1777
+		built+=("$out/kube-network-policies.tar")
+	else
+		echo "valkey.local/kube-network-policies:dev skipped: no $knp ('make kube-network-policies' builds it)"
+	fi
 fi
 echo "images built in $(($(date +%s) - start))s: ${built[*]##*/}"
 "$repo/test/localcluster/cluster.sh" import "${built[@]}"

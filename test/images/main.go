@@ -56,28 +56,35 @@ type entry struct {
 var epoch = time.Unix(946684800, 0) // 2000-01-01: fixed, so images are reproducible
 
 func main() {
+	var c imageConfig
 	out := flag.String("out", "", "tarball to write")
 	tag := flag.String("tag", "", "image reference, e.g. valkey.local/valkey:dev")
-	entrypoint := flag.String("entrypoint", "", "entrypoint (space separated)")
-	cmd := flag.String("cmd", "", "default arguments (space separated)")
-	user := flag.String("user", "", "user:group the image runs as")
-	workdir := flag.String("workdir", "/", "working folder")
-	passwd := flag.String("passwd", "", "name:uid:gid:home of a user for /etc/passwd and /etc/group (root is always there)")
-	var env, expose list
-	flag.Var(&env, "env", "KEY=VALUE (repeatable)")
-	flag.Var(&expose, "expose", "port/proto (repeatable)")
+	flag.StringVar(&c.entrypoint, "entrypoint", "", "entrypoint (space separated)")
+	flag.StringVar(&c.cmd, "cmd", "", "default arguments (space separated)")
+	flag.StringVar(&c.user, "user", "", "user:group the image runs as")
+	flag.StringVar(&c.workdir, "workdir", "/", "working folder")
+	flag.StringVar(&c.passwd, "passwd", "", "name:uid:gid:home of a user for /etc/passwd and /etc/group (root is always there)")
+	flag.StringVar(&c.stopSignal, "stopsignal", "", "signal the runtime stops a container with (default SIGTERM), e.g. SIGINT")
+	flag.Var(&c.env, "env", "KEY=VALUE (repeatable)")
+	flag.Var(&c.expose, "expose", "port/proto (repeatable)")
 	flag.Parse()
-	if *out == "" || *tag == "" || *entrypoint == "" {
+	if *out == "" || *tag == "" || c.entrypoint == "" {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*out, *tag, *entrypoint, *cmd, *user, *workdir, *passwd, env, expose, flag.Args()); err != nil {
+	if err := run(*out, *tag, c, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "imagepack:", err)
 		os.Exit(1)
 	}
 }
 
-func run(out, tag, entrypoint, cmd, user, workdir, passwd string, env, expose, items []string) error {
+// imageConfig is what the image's config holds besides its layer.
+type imageConfig struct {
+	entrypoint, cmd, user, workdir, passwd, stopSignal string
+	env, expose                                        list
+}
+
+func run(out, tag string, c imageConfig, items []string) error {
 	ref, err := name.NewTag(tag)
 	if err != nil {
 		return err
@@ -89,10 +96,10 @@ func run(out, tag, entrypoint, cmd, user, workdir, passwd string, env, expose, i
 			return fmt.Errorf("%s: %w", it, err)
 		}
 	}
-	if passwd != "" {
-		p := strings.Split(passwd, ":")
+	if c.passwd != "" {
+		p := strings.Split(c.passwd, ":")
 		if len(p) != 4 {
-			return fmt.Errorf("-passwd wants name:uid:gid:home, got %q", passwd)
+			return fmt.Errorf("-passwd wants name:uid:gid:home, got %q", c.passwd)
 		}
 		extra["/etc/passwd"] = fmt.Appendf(nil, "root:x:0:0:root:/root:/sbin/nologin\n%s:x:%s:%s:%s:%s:/sbin/nologin\n", p[0], p[1], p[2], p[0], p[3])
 		extra["/etc/group"] = fmt.Appendf(nil, "root:x:0:\n%s:x:%s:\n", p[0], p[2])
@@ -121,14 +128,15 @@ func run(out, tag, entrypoint, cmd, user, workdir, passwd string, env, expose, i
 	cf.OS = "linux"
 	cf.Architecture = runtime.GOARCH
 	cf.Created = v1.Time{Time: epoch}
-	cf.Config.Entrypoint = strings.Fields(entrypoint)
-	cf.Config.Cmd = strings.Fields(cmd)
-	cf.Config.User = user
-	cf.Config.WorkingDir = workdir
-	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, env...)
-	if len(expose) > 0 {
+	cf.Config.Entrypoint = strings.Fields(c.entrypoint)
+	cf.Config.Cmd = strings.Fields(c.cmd)
+	cf.Config.User = c.user
+	cf.Config.WorkingDir = c.workdir
+	cf.Config.StopSignal = c.stopSignal
+	cf.Config.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin"}, c.env...)
+	if len(c.expose) > 0 {
 		cf.Config.ExposedPorts = map[string]struct{}{}
-		for _, p := range expose {
+		for _, p := range c.expose {
 			cf.Config.ExposedPorts[p] = struct{}{}
 		}
 	}

@@ -9,6 +9,8 @@
 #   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
 #   test/localcluster/cluster.sh import TAR...  import image tarballs when the cluster is up
 #   test/localcluster/cluster.sh leftovers  list anything of the cluster left on the machine
+#   test/localcluster/cluster.sh netpol   apply NetworkPolicy enforcement (netpol.yaml; `up` does
+#                                         it too) and wait until it runs on every node
 #   test/localcluster/cluster.sh restart kube-apiserver   stop the API server and start it
 #                                         again (a fault for the chaos suite), then wait until ready
 #   test/localcluster/cluster.sh signal CONTAINER-ID SIGNAL   signal a container's main process
@@ -472,6 +474,7 @@ up() {
 	kubectl_ apply -f "$here/storageclasses.yaml" >/dev/null
 	for n in $(seq 1 "$nodes"); do start_provisioner "$n"; done
 	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
+	netpol_up
 	log "cluster up ($nodes node(s)): export KUBECONFIG=$KC"
 }
 
@@ -523,6 +526,29 @@ start_provisioner() {
 	echo "$sum" >"$L/run/$name.sum"
 	start "$name" "$L/bin/loop-provisioner" --kubeconfig="$KC" --node="$(node_name "$n")" \
 		--provisioner="$PROVISIONER" --disk-dir="$L/disks"
+}
+
+# netpol_up: NetworkPolicy enforcement (netpol.yaml: kube-network-policies, one pod per node),
+# once the nodes are Ready; skipped when its image was not built (`make images` builds it).
+# The build is patched to queue packets through the iptables NFQUEUE target (nft_compat; see
+# build-kube-network-policies.sh): checked here in a scratch network namespace.
+netpol_up() {
+	if ! ctr_ images ls -q | grep -qx 'valkey.local/kube-network-policies:dev'; then
+		log "NetworkPolicy enforcement skipped: no valkey.local/kube-network-policies:dev image ('make images' builds it)"
+		return
+	fi
+	local ns="valkey-nfq-$$" queue=0
+	ip netns add "$ns"
+	ip netns exec "$ns" iptables -A FORWARD -j NFQUEUE --queue-num 98 2>/dev/null && queue=1
+	ip netns del "$ns"
+	if [ "$queue" = 0 ]; then
+		log "NetworkPolicy enforcement skipped: this kernel has no NFQUEUE target (CONFIG_NETFILTER_XT_TARGET_NFQUEUE), which kube-network-policies needs here"
+		return
+	fi
+	kubectl_ apply -f "$here/netpol.yaml" >/dev/null
+	kubectl_ -n kube-system rollout status daemonset/kube-network-policies --timeout=120s >/dev/null ||
+		die "kube-network-policies did not become ready (kubectl -n kube-system describe daemonset/kube-network-policies)"
+	log "NetworkPolicy enforcement ready (kube-network-policies on every node)"
 }
 
 # node_ready K: node K's Ready condition is True.
@@ -647,7 +673,9 @@ down_node() {
 	ip route del blackhole "$NODE_NET" 2>/dev/null || true
 	log "network devices removed"
 	iptables_cleanup
-	log "iptables cleaned"
+	# kube-network-policies' table, when its pod was killed before it could delete it.
+	nft delete table inet kube-network-policies 2>/dev/null || true
+	log "iptables and nftables cleaned"
 	if [ -f "$L/run/sysctl.saved" ]; then
 		sysctl -q -p "$L/run/sysctl.saved" >/dev/null 2>&1 || true
 		rm -f "$L/run/sysctl.saved" "$L/run/netns.before"
@@ -816,6 +844,7 @@ leftovers() {
 		report "network devices" "$(ip -o link show | grep -E "$BRIDGE|veth" || true)"
 		report "routes" "$(ip route show | grep -E "$BRIDGE|$VETH|10\.88\.|10\.87\.0\.|${SVC_CIDR%/*}" || true)"
 		report "iptables chains" "$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-' || true)"
+		report "nftables tables" "$(nft list tables 2>/dev/null | grep -x 'table inet kube-network-policies' || true)"
 		report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/"$CGROUP_PREFIX"[0-9]* 2>/dev/null || true)"
 	fi
 	if [ "$found" = 0 ]; then echo "no leftovers of $L"; else return 1; fi
@@ -824,6 +853,7 @@ leftovers() {
 case "${1:-}" in
 up) up ;;
 leftovers) leftovers ;;
+netpol) netpol_up ;;
 import)
 	shift
 	import_images "$@"
@@ -835,5 +865,5 @@ signal) signal_container "${2:-}" "${3:-}" ;;
 stop-node) stop_node "${2:-}" ;;
 start-node) start_node "${2:-}" ;;
 memory) memory ;;
-*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
+*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|netpol|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
 esac

@@ -37,6 +37,10 @@ type Params struct {
 	Fsync string
 	// Config is the user's spec.config.
 	Config map[string]string
+	// AuthFile, when set, is included last among the owned settings: the file valkey-start
+	// writes the password into at start (requirepass, masterauth), so that the password is
+	// neither in this config nor on the server's command line.
+	AuthFile string
 }
 
 // ConfigError names the user config key (or spec field) that cannot be rendered, and why.
@@ -259,6 +263,9 @@ func ownedDirectives(p Params) ([]Directive, error) {
 		d = append(d, one("appendonly", "yes"), one("appendfsync", fsync))
 	} else {
 		d = append(d, one("appendonly", "no"))
+	}
+	if p.AuthFile != "" {
+		d = append(d, one("include", p.AuthFile))
 	}
 	return d, nil
 }

@@ -8,6 +8,7 @@
 //	kit sleep SECONDS sleep (0: until SIGTERM)
 //	kit kill SIGNAL NAME  send SIGNAL (9, KILL or SIGKILL) to every process whose /proc/PID/comm
 //	                  is NAME, then wait until a killed one is gone (SIGKILL)
+//	kit dial HOST:PORT [SECONDS]  open a TCP connection and close it (timeout 3s)
 package main
 
 import (
@@ -36,11 +37,12 @@ var commands = map[string]func(args []string) error{
 	"id":    id,
 	"sleep": sleep,
 	"kill":  kill,
+	"dial":  dial,
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: kit df|cat|ls|id|sleep|kill ARGS")
+		return errors.New("usage: kit df|cat|ls|id|sleep|kill|dial ARGS")
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {

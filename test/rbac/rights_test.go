@@ -1,0 +1,100 @@
+package rbac_test
+
+import (
+	"context"
+
+	. "github.com/onsi/ginkgo/v2"
+)
+
+const (
+	topologySA = "valkey-topology-controller"
+	volumeSA   = "valkey-volume-controller"
+	workloadSA = "valkey-workload-controller"
+)
+
+// Questions every controller must be denied, in either install: no Lease outside the
+// operator's namespace, and no Secret listed or watched anywhere.
+func deniedToAll(own string) []access {
+	return []access{
+		{"update", "leases.coordination.k8s.io", "kube-system"},
+		{"create", "leases.coordination.k8s.io", "kube-system"},
+		{"get", "leases.coordination.k8s.io", "apps"},
+		{"list", "leases.coordination.k8s.io", ""},
+		{"list", "secrets", ""},
+		{"watch", "secrets", ""},
+		{"list", "secrets", own},
+		{"list", "secrets", "apps"},
+		{"update", "secrets", "apps"},
+		{"delete", "secrets", "apps"},
+	}
+}
+
+// leaderElection is what every controller needs in the operator's namespace.
+func leaderElection(own string) []access {
+	return []access{
+		{"get", "leases.coordination.k8s.io", own},
+		{"create", "leases.coordination.k8s.io", own},
+		{"update", "leases.coordination.k8s.io", own},
+	}
+}
+
+var _ = Describe("deploy/default", Ordered, func() {
+	const ns = "valkey-system"
+	BeforeAll(func(ctx context.Context) { install(ctx, "default", ns) })
+
+	It("lets the topology controller get and create Secrets, never list or watch them, and hold its Lease only in its namespace", func(ctx context.Context) {
+		expectRights(ctx, ns, topologySA,
+			append(leaderElection(ns),
+				access{"get", "secrets", "apps"},
+				access{"create", "secrets", "apps"},
+				access{"create", "events.events.k8s.io", "apps"},
+				access{"list", "valkeyclusters.valkey.io", ""},
+				access{"patch", "valkeynodes.valkey.io/status", "apps"},
+			),
+			deniedToAll(ns))
+	})
+
+	It("gives the volume controller no Secret right and no Lease outside its namespace", func(ctx context.Context) {
+		expectRights(ctx, ns, volumeSA,
+			append(leaderElection(ns),
+				access{"create", "persistentvolumeclaims", "apps"},
+				access{"list", "storageclasses.storage.k8s.io", ""},
+			),
+			append(deniedToAll(ns), access{"get", "secrets", "apps"}))
+	})
+
+	It("gives the workload controller no Secret right and no Lease outside its namespace", func(ctx context.Context) {
+		expectRights(ctx, ns, workloadSA,
+			append(leaderElection(ns),
+				access{"create", "statefulsets.apps", "apps"},
+				access{"create", "configmaps", "apps"},
+			),
+			append(deniedToAll(ns), access{"get", "secrets", "apps"}, access{"get", "secrets", ns}))
+	})
+})
+
+var _ = Describe("deploy/namespaced", Ordered, func() {
+	const ns = "team-a"
+	BeforeAll(func(ctx context.Context) { install(ctx, "namespaced", ns) })
+
+	It("grants each controller its rights in its own namespace and nothing cluster-wide", func(ctx context.Context) {
+		for _, sa := range []string{topologySA, volumeSA, workloadSA} {
+			expectRights(ctx, ns, sa, leaderElection(ns), append(deniedToAll(ns),
+				access{"list", "valkeynodes.valkey.io", ""},
+				access{"list", "valkeynodes.valkey.io", "apps"},
+				access{"watch", "valkeynodes.valkey.io", "valkey-system"},
+				access{"list", "storageclasses.storage.k8s.io", ""},
+				access{"get", "storageclasses.storage.k8s.io", ""},
+			))
+		}
+		expectRights(ctx, ns, topologySA, []access{
+			{"get", "secrets", ns}, {"create", "secrets", ns}, {"list", "valkeyclusters.valkey.io", ns},
+		}, nil)
+		expectRights(ctx, ns, volumeSA, []access{
+			{"create", "persistentvolumeclaims", ns}, {"list", "valkeynodes.valkey.io", ns},
+		}, []access{{"get", "secrets", ns}})
+		expectRights(ctx, ns, workloadSA, []access{
+			{"create", "statefulsets.apps", ns}, {"list", "pods", ns},
+		}, []access{{"get", "secrets", ns}})
+	})
+})

@@ -1,0 +1,106 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// busPortOffset is the distance of Valkey's cluster bus port from its client port.
+const busPortOffset = 10000
+
+// networkPolicy writes the cluster's NetworkPolicy (see desiredNetworkPolicy), or deletes
+// it when spec.network.policy is Disabled. One the API server refuses (a clientFrom peer
+// it finds invalid) is reported on st (Progressing=True, NetworkPolicyRefused, and a Warning
+// event when new) and does not stop the round: the servers are run and repaired as before.
+func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error {
+	vc := st.cluster
+	var cur networkingv1.NetworkPolicy
+	err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.NetworkPolicyName(vc.Name)}, &cur)
+	if err != nil && !isNotFound(err) {
+		return fmt.Errorf("get NetworkPolicy %s: %w", valkeyv1.NetworkPolicyName(vc.Name), err)
+	}
+	exists := err == nil && metav1.IsControlledBy(&cur, vc)
+	if !vc.Spec.Network.PolicyEnabled() {
+		if !exists {
+			return nil
+		}
+		if err := r.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("delete NetworkPolicy %s: %w", cur.Name, err)
+		}
+		return nil
+	}
+	want := desiredNetworkPolicy(vc, r.Options.ValkeyPort, r.Options.OperatorNamespace)
+	if exists && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && hasLabels(cur.Labels, want.Labels) {
+		return nil
+	}
+	err = r.applyOwned(ctx, want)
+	if apierrors.IsInvalid(err) {
+		st.policyRefused = fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom (or set spec.network.policy: Disabled and write your own)", want.Name, err)
+		if c := status.Get(vc.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonNetworkPolicyRefused {
+			r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", "%s", st.policyRefused)
+		}
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("apply NetworkPolicy %s: %w", want.Name, err)
+	}
+	return nil
+}
+
+// desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own
+// pods and the operator's namespace; on the client port, those and spec.network.clientFrom,
+// or anyone when clientFrom is empty. Egress is not restricted. Without an operator
+// namespace (a controller run outside a pod) only the cluster's own pods and clientFrom are
+// admitted.
+func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNamespace string) *networkingv1.NetworkPolicy {
+	pods := &metav1.LabelSelector{MatchLabels: map[string]string{
+		valkeyv1.LabelCluster:   vc.Name,
+		valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
+	}}
+	trusted := []networkingv1.NetworkPolicyPeer{{PodSelector: pods}}
+	if operatorNamespace != "" {
+		trusted = append(trusted, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{corev1.LabelMetadataName: operatorNamespace},
+		}})
+	}
+	clients := ingressRule(clientPort, nil) // anyone
+	if vc.Spec.Network != nil && len(vc.Spec.Network.ClientFrom) > 0 {
+		from := append([]networkingv1.NetworkPolicyPeer{}, trusted...)
+		for _, p := range vc.Spec.Network.ClientFrom {
+			from = append(from, *p.DeepCopy())
+		}
+		clients = ingressRule(clientPort, from)
+	}
+	return &networkingv1.NetworkPolicy{
+		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: valkeyv1.NetworkPolicyName(vc.Name), Namespace: vc.Namespace, Labels: ownedLabels(vc),
+			OwnerReferences: []metav1.OwnerReference{clusterOwner(vc)},
+		},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: *pods,
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, trusted), clients},
+		},
+	}
+}
+
+// ingressRule admits from (anyone when nil) to one TCP port.
+func ingressRule(port int, from []networkingv1.NetworkPolicyPeer) networkingv1.NetworkPolicyIngressRule {
+	return networkingv1.NetworkPolicyIngressRule{
+		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt(port))}},
+		From:  from,
+	}
+}
