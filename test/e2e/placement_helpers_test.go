@@ -144,20 +144,30 @@ func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
 }
 
 // primaryOnStoppableNode returns a primary on a Kubernetes node other than the first (which
-// holds the control plane's address), failing over to a replica there when none is a primary.
+// holds the control plane's address) that holds no other primary: Valkey fails a primary over
+// only with the votes of a majority of primaries, so the node lost must not take most of them
+// (after a drain, all of them can be on one node). It fails over to arrange that.
 func primaryOnStoppableNode(c *v1.ValkeyCluster) (v1.ValkeyNode, string) {
 	pw := password(c)
 	for h, ns := range byHost(c) {
 		if kubeNodeIndex(h) == 1 {
 			continue
 		}
+		var primaries []v1.ValkeyNode
 		for _, n := range ns {
 			if valkeyRole(n, pw) == "master" {
-				return n, h
+				primaries = append(primaries, n)
 			}
 		}
-		failOverTo(c, ns[0])
-		return nodeByName(c, ns[0].Name), h
+		if len(primaries) == 0 {
+			failOverTo(c, ns[0])
+			return nodeByName(c, ns[0].Name), h
+		}
+		for _, p := range primaries[1:] {
+			failOverTo(c, partner(c, p))
+		}
+		GinkgoWriter.Printf("%s holds one primary, %s\n", h, primaries[0].Name)
+		return nodeByName(c, primaries[0].Name), h
 	}
 	Fail("none of the cluster's nodes is on a Kubernetes node that can be stopped")
 	return v1.ValkeyNode{}, ""
@@ -180,6 +190,7 @@ type drainObserver struct {
 	handedOver map[string]bool
 	gone       map[string]bool
 	maxDown    int
+	maxUnready int
 	cancel     context.CancelFunc
 	done       chan struct{}
 }
@@ -189,7 +200,9 @@ func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
 	pw, nodes := password(c), clusterNodes(c)
 	type watched struct{ name, pod, partnerIP, uid string }
 	var primaries []watched
+	uids := map[string]string{}
 	for _, n := range nodes {
+		uids[n.Name] = string(getPod(n).UID)
 		if kubeNodeOf(n) == host && valkeyRole(n, pw) == "master" {
 			p := partner(c, n)
 			primaries = append(primaries, watched{n.Name, n.Status.Workload.PodName, p.Status.Workload.PodIP, string(getPod(n).UID)})
@@ -207,7 +220,7 @@ func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
 			for _, w := range primaries {
 				o.look(octx, c.Namespace, w.name, w.pod, w.uid, w.partnerIP, pw)
 			}
-			o.countDown(octx, c.Namespace, nodes)
+			o.countDown(octx, c.Namespace, nodes, uids)
 			time.Sleep(100 * time.Millisecond) // polling interval of the observer
 		}
 	}()
@@ -234,30 +247,40 @@ func (o *drainObserver) look(octx context.Context, ns, name, pod, uid, partnerIP
 	}
 }
 
-// countDown records the most pods of one shard not Ready at once.
-func (o *drainObserver) countDown(octx context.Context, ns string, nodes []v1.ValkeyNode) {
-	down := map[int32]int{}
+// countDown records the most pods of one shard taken at once (gone, being deleted, or
+// replaced by a pod not yet Ready), and the most not Ready at once for any reason.
+func (o *drainObserver) countDown(octx context.Context, ns string, nodes []v1.ValkeyNode, uids map[string]string) {
+	taken, unready := map[int32]int{}, map[int32]int{}
 	for _, n := range nodes {
 		var p corev1.Pod
-		if err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &p); err != nil || !isReady(&p) || p.DeletionTimestamp != nil {
-			down[n.Spec.Shard]++
+		err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &p)
+		switch {
+		case err != nil || p.DeletionTimestamp != nil || (string(p.UID) != uids[n.Name] && !isReady(&p)):
+			taken[n.Spec.Shard]++
+			unready[n.Spec.Shard]++
+		case !isReady(&p):
+			unready[n.Spec.Shard]++
 		}
 	}
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, d := range down {
+	for _, d := range taken {
 		o.maxDown = max(o.maxDown, d)
+	}
+	for _, d := range unready {
+		o.maxUnready = max(o.maxUnready, d)
 	}
 }
 
 // stop ends the observer; handedOver tells for each primary whether its pod went and its
-// replica was the master before it did.
-func (o *drainObserver) stop() (handedOver map[string]bool, maxDown int) {
+// replica was the master before it did; maxDown is the most pods of one shard the drain took
+// at once, maxUnready the most not Ready at once (a replica also is while it resyncs).
+func (o *drainObserver) stop() (handedOver map[string]bool, maxDown, maxUnready int) {
 	o.cancel()
 	<-o.done
 	handedOver = map[string]bool{}
 	for name, first := range o.handedOver {
 		handedOver[name] = first && o.gone[name]
 	}
-	return handedOver, o.maxDown
+	return handedOver, o.maxDown, o.maxUnready
 }

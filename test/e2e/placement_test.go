@@ -67,9 +67,9 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		out, err := kubectl("drain", host, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m")
 		Expect(err).NotTo(HaveOccurred(), out)
 		drained := time.Since(since).Round(time.Second)
-		handedOver, maxDown := obs.stop()
-		GinkgoWriter.Printf("%s drained in %s; primaries handed over before their pods were gone: %v; most pods of one shard down at once: %d\n",
-			host, drained, handedOver, maxDown)
+		handedOver, maxDown, maxUnready := obs.stop()
+		GinkgoWriter.Printf("%s drained in %s; primaries handed over before their pods were gone: %v; most pods of one shard taken at once: %d (not Ready at once: %d)\n",
+			host, drained, handedOver, maxDown, maxUnready)
 		out, err = kubectl("uncordon", host)
 		Expect(err).NotTo(HaveOccurred(), out)
 		waitReady(cluster, 5*time.Minute)
