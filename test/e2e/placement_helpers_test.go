@@ -13,6 +13,7 @@ import (
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -213,52 +214,62 @@ func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
 	for _, w := range primaries {
 		o.handedOver[w.name] = false
 	}
+	// Its own client: the suite's is rate-limited to a few requests a second, slower than a drain.
+	cfg := rest.CopyConfig(restConfig)
+	cfg.QPS, cfg.Burst = 100, 200
+	fast, err := client.New(cfg, client.Options{Scheme: k8s.Scheme()})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	go func() {
 		defer GinkgoRecover()
 		defer close(o.done)
 		for octx.Err() == nil {
+			// The replicas' roles first, then the pods: a master seen while the pod is still
+			// listed afterwards was the master before the pod went.
+			master := map[string]bool{}
 			for _, w := range primaries {
-				o.look(octx, c.Namespace, w.name, w.pod, w.uid, w.partnerIP, pw)
+				m, err := infoAt(octx, w.partnerIP, pw, "replication", time.Second)
+				master[w.name] = err == nil && m["role"] == "master"
 			}
-			o.countDown(octx, c.Namespace, nodes, uids)
+			var list corev1.PodList
+			if err := fast.List(octx, &list, client.InNamespace(c.Namespace)); err == nil {
+				pods := map[string]*corev1.Pod{}
+				for i := range list.Items {
+					pods[list.Items[i].Name] = &list.Items[i]
+				}
+				for _, w := range primaries {
+					o.look(w.name, pods[w.pod], w.uid, master[w.name])
+				}
+				o.countDown(nodes, uids, pods)
+			}
 			time.Sleep(100 * time.Millisecond) // polling interval of the observer
 		}
 	}()
 	return o
 }
 
-// look asks the primary's replica for its role, then looks at the primary's pod: a replica
-// that answered as the master while that pod was still there (same UID) took over before the
-// pod went; the pod is gone when it is not found or replaced by one with another UID.
-func (o *drainObserver) look(octx context.Context, ns, name, pod, uid, partnerIP, pw string) {
-	m, err := infoAt(octx, partnerIP, pw, "replication", time.Second)
-	master := err == nil && m["role"] == "master"
-	var p corev1.Pod
-	err = k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: pod}, &p)
-	there := err == nil && string(p.UID) == uid
-	gone := (err != nil && client.IgnoreNotFound(err) == nil) || (err == nil && string(p.UID) != uid)
+// look records whether the primary's pod is gone (not listed, or replaced by a pod with
+// another UID) or still there while its replica answered as the master just before.
+func (o *drainObserver) look(name string, pod *corev1.Pod, uid string, master bool) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	if master && there {
-		o.handedOver[name] = true
-	}
-	if gone {
+	if pod == nil || string(pod.UID) != uid {
 		o.gone[name] = true
+	} else if master {
+		o.handedOver[name] = true
 	}
 }
 
 // countDown records the most pods of one shard taken at once (gone, being deleted, or
 // replaced by a pod not yet Ready), and the most not Ready at once for any reason.
-func (o *drainObserver) countDown(octx context.Context, ns string, nodes []v1.ValkeyNode, uids map[string]string) {
+func (o *drainObserver) countDown(nodes []v1.ValkeyNode, uids map[string]string, pods map[string]*corev1.Pod) {
 	taken, unready := map[int32]int{}, map[int32]int{}
 	for _, n := range nodes {
-		var p corev1.Pod
-		err := k8s.Get(octx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &p)
+		p := pods[n.Status.Workload.PodName]
 		switch {
-		case err != nil || p.DeletionTimestamp != nil || (string(p.UID) != uids[n.Name] && !isReady(&p)):
+		case p == nil || p.DeletionTimestamp != nil || (string(p.UID) != uids[n.Name] && !isReady(p)):
 			taken[n.Spec.Shard]++
 			unready[n.Spec.Shard]++
-		case !isReady(&p):
+		case !isReady(p):
 			unready[n.Spec.Shard]++
 		}
 	}
