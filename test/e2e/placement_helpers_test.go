@@ -123,8 +123,8 @@ func byHost(c *v1.ValkeyCluster) map[string][]v1.ValkeyNode {
 }
 
 // arrangeTwoPrimaries picks a Kubernetes node with two of the cluster's nodes (other than the
-// first, which also runs the controllers, when it can), makes both primaries by failing over to
-// them, and returns the node's name.
+// first, which also runs the controllers, when it can), makes exactly two primaries there by
+// failing over, and returns the node's name.
 func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
 	pw := password(c)
 	hosts := byHost(c)
@@ -135,9 +135,12 @@ func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
 		}
 	}
 	ExpectWithOffset(1, host).NotTo(BeEmpty(), "a Kubernetes node with two of the cluster's nodes: %v", hosts)
-	for _, n := range hosts[host][:2] {
-		if valkeyRole(n, pw) != "master" {
+	for i, n := range hosts[host] {
+		switch master := valkeyRole(n, pw) == "master"; {
+		case i < 2 && !master:
 			failOverTo(c, n)
+		case i >= 2 && master: // exactly two: a third goes to its replica elsewhere
+			failOverTo(c, partner(c, n))
 		}
 	}
 	GinkgoWriter.Printf("%s holds the primaries %s and %s\n", host, hosts[host][0].Name, hosts[host][1].Name)
@@ -294,4 +297,15 @@ func (o *drainObserver) stop() (handedOver map[string]bool, maxDown, maxUnready 
 		handedOver[name] = first && o.gone[name]
 	}
 	return handedOver, o.maxDown, o.maxUnready
+}
+
+// handedOverInLog tells whether n's replica accepted a manual failover since the given time, as
+// its server logs it: the graceful hand-over of a stopping primary (CLUSTER FAILOVER needs the
+// old primary alive: it pauses its clients and sends its offset), not an election after a
+// primary stopped.
+func handedOverInLog(c *v1.ValkeyCluster, n v1.ValkeyNode, since time.Time) bool {
+	p := partner(c, n)
+	out, err := kubectl("-n", c.Namespace, "logs", p.Status.Workload.PodName, "--since-time="+since.UTC().Format(time.RFC3339))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+	return strings.Contains(out, "Manual failover user request accepted")
 }
