@@ -121,9 +121,11 @@ fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
 	  echo "fuzz $$t in $$pkg for $(FUZZTIME)"; go test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME); \
 	done
 
-##@ Local cluster (test/localcluster: a real single-node Kubernetes on this machine; needs root)
+##@ Local cluster (test/localcluster: a real Kubernetes of NODES nodes on this machine; needs root)
 
 LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster
+# Kubelets of the local cluster (each with its own containerd and network namespace).
+NODES ?= 1
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
@@ -131,8 +133,8 @@ images: valkey kube-network-policies ## Build the pause, Valkey, controller and 
 	test/images/build.sh all
 
 .PHONY: cluster-up
-cluster-up: k8s-bins ## Start the local cluster (idempotent); kubeconfig: .local/cluster/admin.kubeconfig.
-	K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh up
+cluster-up: k8s-bins ## Start the local cluster (idempotent; NODES=3 for three nodes); kubeconfig: .local/cluster/admin.kubeconfig.
+	K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) NODES=$(NODES) test/localcluster/cluster.sh up
 
 .PHONY: cluster-down
 cluster-down: ## Stop the local cluster and remove every process, mount, loop device and interface it made.

@@ -255,28 +255,45 @@ var _ = Describe("Each controller's permissions", func() {
 				Expect(rbacDenials(logs)).To(BeEmpty(), "permission errors in the log of %s", p.Name)
 			}
 		}
+		// namespace "" asks about every namespace (-A).
 		for _, tc := range []struct {
-			controller, verb, resource string
-			allowed                    bool
+			controller, verb, resource, namespace string
+			allowed                               bool
 		}{
-			{"volume", "create", "persistentvolumeclaims", true},
-			{"volume", "create", "statefulsets.apps", false},
-			{"volume", "delete", "pods", false},
-			{"workload", "create", "statefulsets.apps", true},
-			{"workload", "create", "persistentvolumeclaims", false},
-			{"workload", "delete", "persistentvolumeclaims", false},
-			{"topology", "create", "valkeynodes.valkey.io", true},
-			{"topology", "create", "persistentvolumeclaims", false},
-			{"topology", "create", "statefulsets.apps", false},
-			{"topology", "get", "pods", false},
+			{"volume", "create", "persistentvolumeclaims", "", true},
+			{"volume", "create", "statefulsets.apps", "", false},
+			{"volume", "delete", "pods", "", false},
+			{"workload", "create", "statefulsets.apps", "", true},
+			{"workload", "create", "persistentvolumeclaims", "", false},
+			{"workload", "delete", "persistentvolumeclaims", "", false},
+			{"topology", "create", "valkeynodes.valkey.io", "", true},
+			{"topology", "create", "persistentvolumeclaims", "", false},
+			{"topology", "create", "statefulsets.apps", "", false},
+			{"topology", "get", "pods", "", false},
+			// Least privilege: Secrets only those of its clusters, leader election only in the
+			// operator's namespace.
+			{"topology", "list", "secrets", "", false},
+			{"topology", "watch", "secrets", "", false},
+			{"topology", "update", "leases.coordination.k8s.io", "kube-system", false},
+			{"topology", "create", "leases.coordination.k8s.io", "kube-system", false},
+			{"volume", "update", "leases.coordination.k8s.io", "kube-system", false},
+			{"volume", "create", "leases.coordination.k8s.io", "kube-system", false},
+			{"workload", "update", "leases.coordination.k8s.io", "kube-system", false},
+			{"topology", "update", "leases.coordination.k8s.io", operatorNamespace, true},
+			{"volume", "update", "leases.coordination.k8s.io", operatorNamespace, true},
+			{"workload", "update", "leases.coordination.k8s.io", operatorNamespace, true},
 		} {
-			out, _ := kubectl("auth", "can-i", tc.verb, tc.resource, "-A",
-				"--as", fmt.Sprintf("system:serviceaccount:%s:valkey-%s-controller", operatorNamespace, tc.controller))
+			scope := []string{"-A"}
+			if tc.namespace != "" {
+				scope = []string{"-n", tc.namespace}
+			}
+			args := append([]string{"auth", "can-i", tc.verb, tc.resource}, scope...)
+			out, _ := kubectl(append(args, "--as", fmt.Sprintf("system:serviceaccount:%s:valkey-%s-controller", operatorNamespace, tc.controller))...)
 			want := "no"
 			if tc.allowed {
 				want = "yes"
 			}
-			Expect(strings.TrimSpace(out)).To(HavePrefix(want), "can %s controller %s %s", tc.controller, tc.verb, tc.resource)
+			Expect(strings.TrimSpace(out)).To(HavePrefix(want), "can %s controller %s %s %v", tc.controller, tc.verb, tc.resource, scope)
 		}
 	})
 })

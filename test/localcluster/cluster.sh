@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# A real single-node Kubernetes on this machine, for the end-to-end suites.
+# A real Kubernetes on this machine (one node, or NODES=N nodes), for the end-to-end suites.
 #
-#   test/localcluster/cluster.sh up       start (idempotent: running daemons are kept)
+#   test/localcluster/cluster.sh up       start (idempotent: running daemons are kept);
+#                                         NODES=3 starts three kubelets (default 1)
 #   test/localcluster/cluster.sh down     stop and remove every process, mount, loop device,
 #                                         network device, iptables chain and state it made
 #   test/localcluster/cluster.sh status   list the daemons and the node
@@ -13,8 +14,13 @@
 #   test/localcluster/cluster.sh restart kube-apiserver   stop the API server and start it
 #                                         again (a fault for the chaos suite), then wait until ready
 #   test/localcluster/cluster.sh signal CONTAINER-ID SIGNAL   signal a container's main process
-#                                         from the node (pid 1 of a container ignores SIGKILL
+#                                         from its node (pid 1 of a container ignores SIGKILL
 #                                         sent from inside it); the ID as in the pod's status
+#   test/localcluster/cluster.sh stop-node N   lose node N (2..NODES) as a machine is lost: its
+#                                         link goes down (its pod IPs vanish), its containers
+#                                         are killed, its kubelet, kube-proxy, containerd and
+#                                         provisioner stop
+#   test/localcluster/cluster.sh start-node N  bring node N back (kubelet restarts its pods)
 #
 # Needs root. Every daemon is started here with a PID file (there is no init system), logs go to
 # .local/cluster/logs. The kubeconfig is .local/cluster/admin.kubeconfig.
@@ -29,6 +35,15 @@
 # Pods get routes only to the pod range, the service range and the node address (no default
 # route), and the service range is routed to the bridge, so no test traffic reaches another
 # machine. (This kernel has no dummy interfaces.)
+#
+# More nodes (NODES=N): node 1 is the one above, in the machine's network namespace, with pods in
+# 10.88.0.0/24. Node K (2..N) is named <hostname>-K, has its own network namespace
+# (vlk-<id>-nodeK, joined with nsenter, so the mount namespace is shared), a veth link to the
+# machine (vlkvethK on this side, address 10.87.0.K on the other), its own bridge and pod range
+# 10.88.(K-1).0/24 in that namespace, its own containerd (root, state, socket), kubelet
+# (cgroupRoot /vlk-nodeK), kube-proxy and loop provisioner (--node=<its name>: its claims bind to
+# it). The machine routes each node's address and pod range over its veth and blackholes the
+# rest of 10.87.0.0/24 and 10.88.0.0/16, so a stopped node's addresses go nowhere.
 #
 # Environment: K8S_BIN (folder with the Kubernetes binaries, see `make k8s-bins`),
 # LOCAL_CLUSTER_DIR (default <repo>/.local/cluster).
@@ -46,8 +61,12 @@ SOCK="$RUNDIR/containerd.sock"
 OWNER=/run/valkey-local-cluster.owner
 NODE="$(hostname | tr '[:upper:]' '[:lower:]')"
 NODE_IP=10.87.0.1
-POD_CIDR=10.88.0.0/16
+NODE_NET=10.87.0.0/24
+POD_NET=10.88.0.0/16
+POD_CIDR=10.88.0.0/24
 POD_GW=10.88.0.1
+VETH=vlkveth
+CGROUP_PREFIX=vlk-node
 SVC_CIDR=10.96.0.0/16
 SVC_IP=10.96.0.1
 BRIDGE=vlkbr0
@@ -59,6 +78,25 @@ log() { printf '%7.1fs %s\n' "$(( ($(date +%s%N) - T0) / 1000000 ))e-3" "$*"; }
 die() { echo "cluster: $*" >&2; exit 1; }
 kubectl_() { kubectl --kubeconfig "$KC" "$@"; }
 ctr_() { ctr --address "$SOCK" -n k8s.io "$@"; }
+
+# Per node K (1 is the machine's own network namespace, as with a single node).
+node_count() {
+	if [ -f "$L/run/nodes" ]; then cat "$L/run/nodes"; else echo 1; fi
+}
+node_name() { if [ "$1" = 1 ]; then echo "$NODE"; else echo "$NODE-$1"; fi; }
+node_ip() { echo "10.87.0.$1"; }
+node_pod_cidr() { echo "10.88.$(($1 - 1)).0/24"; }
+node_pod_gw() { echo "10.88.$(($1 - 1)).1"; }
+node_dir() { if [ "$1" = 1 ]; then echo "$L"; else echo "$L/nodes/$1"; fi; }
+node_sock() { if [ "$1" = 1 ]; then echo "$SOCK"; else echo "$RUNDIR/node$1/containerd.sock"; fi; }
+node_netns() { echo "vlk-$ID-node$1"; }
+# daemon NAME K: the PID-file name of node K's daemon (kubelet, kubelet-2, ...).
+daemon() { if [ "$2" = 1 ]; then echo "$1"; else echo "$1-$2"; fi; }
+ctr_n() {
+	local n="$1"
+	shift
+	ctr --address "$(node_sock "$n")" -n k8s.io "$@"
+}
 
 # pid_of NAME: the live PID recorded for NAME, if its command line still names the binary.
 pid_of() {
@@ -80,8 +118,10 @@ start() {
 	fi
 	echo "$1" >"$L/run/$name.bin"
 	echo "=== $(date -u +%FT%TZ) $*" >>"$L/logs/$name.log"
-	# The inner shell writes its own PID, then becomes the daemon.
-	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$L/run/$name.pid" "$@" </dev/null >>"$L/logs/$name.log" 2>&1 &
+	# The inner shell writes its own PID, then becomes the daemon (in START_NETNS when set).
+	local ns=()
+	[ -n "${START_NETNS:-}" ] && ns=(nsenter "--net=/run/netns/$START_NETNS")
+	setsid bash -c 'echo $$ >"$0"; exec "$@"' "$L/run/$name.pid" "${ns[@]}" "$@" </dev/null >>"$L/logs/$name.log" 2>&1 &
 	for _ in $(seq 1 50); do
 		[ -s "$L/run/$name.pid" ] && break
 		sleep 0.02
@@ -162,21 +202,79 @@ net_up() {
 	[ -d /proc/sys/net/bridge ] || modprobe br_netfilter 2>/dev/null || true
 	sysctl -qw net.ipv4.ip_forward=1
 	sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
-	for cidr in "$POD_CIDR" "$SVC_CIDR" "$NODE_IP/32"; do
-		if ip -4 route show to "$cidr" | grep -v "dev $BRIDGE" | grep -q .; then
-			die "$cidr is already routed on this machine: $(ip -4 route show to "$cidr")"
-		fi
-	done
-	ip link show "$BRIDGE" >/dev/null 2>&1 || ip link add "$BRIDGE" type bridge
+	if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+		for cidr in "$POD_NET" "$SVC_CIDR" "$NODE_NET"; do
+			if ip -4 route show root "$cidr" | grep -q .; then
+				die "$cidr is already routed on this machine: $(ip -4 route show root "$cidr")"
+			fi
+		done
+		ip link add "$BRIDGE" type bridge
+	fi
 	ip addr replace "$POD_GW/${POD_CIDR#*/}" dev "$BRIDGE"
 	ip addr replace "$NODE_IP/32" dev "$BRIDGE"
 	ip link set "$BRIDGE" up
 	ip route replace "$SVC_CIDR" dev "$BRIDGE"
+	# Nothing of the nodes' ranges leaves the machine (a stopped node's addresses go nowhere).
+	ip route replace blackhole "$POD_NET"
+	ip route replace blackhole "$NODE_NET"
 }
 
+# node_net_up K: node K's network namespace, its veth link to the machine, its bridge and the
+# routes both ways (idempotent; also brings a stopped node's link back).
+node_net_up() {
+	local n="$1" ns veth ip
+	ns="$(node_netns "$n")" veth="$VETH$n" ip="$(node_ip "$n")"
+	[ -e "/run/netns/$ns" ] || ip netns add "$ns"
+	if ! ip link show "$veth" >/dev/null 2>&1; then
+		ip link add "$veth" type veth peer name "vlkpeer$n"
+		ip link set "vlkpeer$n" netns "$ns"
+		ip -n "$ns" link set "vlkpeer$n" name eth0
+	fi
+	ip -n "$ns" link set lo up
+	ip -n "$ns" addr replace "$ip/32" dev eth0
+	ip -n "$ns" link set eth0 up
+	ip -n "$ns" route replace "$NODE_IP/32" dev eth0
+	local cidr
+	for cidr in "$NODE_NET" "$POD_NET" "$SVC_CIDR"; do
+		ip -n "$ns" route replace "$cidr" via "$NODE_IP" dev eth0
+	done
+	ip -n "$ns" link show "$BRIDGE" >/dev/null 2>&1 || ip -n "$ns" link add "$BRIDGE" type bridge
+	ip -n "$ns" addr replace "$(node_pod_gw "$n")/24" dev "$BRIDGE"
+	ip -n "$ns" link set "$BRIDGE" up
+	ip netns exec "$ns" sysctl -qw net.ipv4.ip_forward=1
+	ip netns exec "$ns" sysctl -qw net.bridge.bridge-nf-call-iptables=1 2>/dev/null || true
+	ip link set "$veth" up
+	ip route replace "$ip/32" dev "$veth" src "$NODE_IP"
+	ip route replace "$(node_pod_cidr "$n")" via "$ip" dev "$veth" src "$NODE_IP"
+}
+
+# node_cgroups K: the cgroupRoot of node K's kubelet, in every v1 hierarchy (kubelet requires it
+# to exist), with the cpuset of the machine.
+node_cgroups() {
+	local h c="$CGROUP_PREFIX$1"
+	for h in /sys/fs/cgroup/*/; do
+		[ "$(basename "$h")" = unified ] && continue
+		mkdir -p "$h$c"
+		if [ -f "${h}cpuset.cpus" ]; then
+			[ -n "$(cat "$h$c/cpuset.cpus")" ] || cat "${h}cpuset.cpus" >"$h$c/cpuset.cpus"
+			[ -n "$(cat "$h$c/cpuset.mems")" ] || cat "${h}cpuset.mems" >"$h$c/cpuset.mems"
+		fi
+	done
+}
+
+# write_configs K: node K's CNI, containerd, kubelet and kube-proxy configuration, under its
+# folder (node 1: the cluster folder itself, as with a single node).
 write_configs() {
-	mkdir -p "$L/cni/net.d" "$L/cni/ipam"
-	cat >"$L/cni/net.d/10-valkey-local.conflist" <<EOF
+	local n="$1" D ip name sock runc_root="" cgroup_root=""
+	D="$(node_dir "$n")" ip="$(node_ip "$n")" name="$(node_name "$n")" sock="$(node_sock "$n")"
+	local pki_suffix="" state="$RUNDIR/containerd"
+	if [ "$n" != 1 ]; then
+		pki_suffix="-$name" state="$RUNDIR/node$n/containerd"
+		runc_root="Root = \"$RUNDIR/node$n/runc\""
+		cgroup_root="cgroupRoot: /$CGROUP_PREFIX$n"
+	fi
+	mkdir -p "$D/cni/net.d" "$D/cni/ipam" "$D/pod-logs" "$D/kubelet"
+	cat >"$D/cni/net.d/10-valkey-local.conflist" <<EOF
 {
   "cniVersion": "1.0.0",
   "name": "valkey-local",
@@ -189,25 +287,25 @@ write_configs() {
       "hairpinMode": true,
       "ipam": {
         "type": "host-local",
-        "dataDir": "$L/cni/ipam",
-        "ranges": [[{"subnet": "$POD_CIDR", "gateway": "$POD_GW"}]],
-        "routes": [{"dst": "$SVC_CIDR"}, {"dst": "$NODE_IP/32"}]
+        "dataDir": "$D/cni/ipam",
+        "ranges": [[{"subnet": "$(node_pod_cidr "$n")", "gateway": "$(node_pod_gw "$n")"}]],
+        "routes": [{"dst": "$POD_NET"}, {"dst": "$SVC_CIDR"}, {"dst": "$NODE_NET"}]
       }
     }
   ]
 }
 EOF
-	cat >"$L/containerd.toml" <<EOF
+	cat >"$D/containerd.toml" <<EOF
 version = 2
-root = "$L/containerd"
-state = "$RUNDIR/containerd"
+root = "$D/containerd"
+state = "$state"
 disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.zfs"]
 [grpc]
-  address = "$SOCK"
+  address = "$sock"
 [ttrpc]
-  address = "$SOCK.ttrpc"
+  address = "$sock.ttrpc"
 [plugins."io.containerd.internal.v1.opt"]
-  path = "$L/containerd-opt"
+  path = "$D/containerd-opt"
 [plugins."io.containerd.grpc.v1.cri"]
   sandbox_image = "valkey.local/pause:dev"
   # CAP_SYS_RESOURCE is not in this machine's bounding set: oom_score_adj cannot be lowered.
@@ -221,18 +319,19 @@ disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshot
       [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
         SystemdCgroup = false
         BinaryName = "/usr/sbin/runc"
+        $runc_root
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
-    conf_dir = "$L/cni/net.d"
+    conf_dir = "$D/cni/net.d"
 EOF
-	cat >"$L/kubelet.yaml" <<EOF
+	cat >"$D/kubelet.yaml" <<EOF
 apiVersion: kubelet.config.k8s.io/v1beta1
 kind: KubeletConfiguration
-address: $NODE_IP
+address: $ip
 healthzBindAddress: 127.0.0.1
 readOnlyPort: 0
-tlsCertFile: $L/pki/kubelet-serving.crt
-tlsPrivateKeyFile: $L/pki/kubelet-serving.key
+tlsCertFile: $L/pki/kubelet-serving$pki_suffix.crt
+tlsPrivateKeyFile: $L/pki/kubelet-serving$pki_suffix.key
 authentication:
   anonymous: {enabled: false}
   webhook: {enabled: true}
@@ -241,10 +340,11 @@ authorization: {mode: Webhook}
 # This machine has cgroup v1 and no systemd.
 cgroupDriver: cgroupfs
 failCgroupV1: false
+$cgroup_root
 failSwapOn: false
-containerRuntimeEndpoint: unix://$SOCK
+containerRuntimeEndpoint: unix://$sock
 clusterDomain: cluster.local
-podLogsDir: $L/pod-logs
+podLogsDir: $D/pod-logs
 resolvConf: /etc/resolv.conf
 registerNode: true
 serializeImagePulls: false
@@ -256,18 +356,18 @@ maxPods: 110
 # Pods are resynced often so online filesystem growth is seen within seconds.
 syncFrequency: 10s
 EOF
-	cat >"$L/kube-proxy.yaml" <<EOF
+	cat >"$D/kube-proxy.yaml" <<EOF
 apiVersion: kubeproxy.config.k8s.io/v1alpha1
 kind: KubeProxyConfiguration
 clientConnection: {kubeconfig: $L/kube-proxy.kubeconfig}
-hostnameOverride: $NODE
+hostnameOverride: $name
 mode: iptables
-clusterCIDR: $POD_CIDR
+clusterCIDR: $POD_NET
 # Lowering oom_score_adj needs CAP_SYS_RESOURCE, which this machine lacks.
 oomScoreAdj: 0
 metricsBindAddress: 127.0.0.1:10249
 healthzBindAddress: 127.0.0.1:10256
-nodePortAddresses: ["$NODE_IP/32"]
+nodePortAddresses: ["$ip/32"]
 conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeout: 0s}
 EOF
 }
@@ -332,17 +432,27 @@ up() {
 	for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy; do
 		[ -x "$K8S_BIN/$b" ] || die "$K8S_BIN/$b is missing: run 'make k8s-bins'"
 	done
+	local nodes="${NODES:-1}" have n
+	[[ "$nodes" =~ ^[1-9]$ ]] || die "NODES=$nodes: want 1 to 9"
 	ensure_packages
 	mkdir -p "$L"/{run,logs,bin,disks,pod-logs,kubelet,etcd} "$RUNDIR"
 	claim_owner
+	have="$(node_count)"
+	[ "$have" -gt "$nodes" ] && [ -n "$(pid_of kubelet 2>/dev/null)" ] && nodes="$have"
+	echo "$nodes" >"$L/run/nodes"
 	log "building helpers"
 	(cd "$REPO" && CGO_ENABLED=0 go build -o "$L/bin/pki" ./test/localcluster/pki &&
 		CGO_ENABLED=0 go build -o "$L/bin/loop-provisioner" ./test/storage)
 	[ -f "$IMAGES_DIR/pause.tar" ] && [ -f "$IMAGES_DIR/valkey.tar" ] || "$REPO/test/images/build.sh" base
 	net_up
-	"$L/bin/pki" -dir "$L" -node "$NODE" -node-ip "$NODE_IP" -service-ip "$SVC_IP"
-	write_configs
-	local P="$L/pki"
+	local extra=""
+	for n in $(seq 2 "$nodes"); do
+		node_net_up "$n"
+		node_cgroups "$n"
+		extra+="${extra:+,}$(node_name "$n")=$(node_ip "$n")"
+	done
+	"$L/bin/pki" -dir "$L" -node "$NODE" -node-ip "$NODE_IP" -service-ip "$SVC_IP" -extra-nodes "$extra"
+	for n in $(seq 1 "$nodes"); do write_configs "$n"; done
 
 	start etcd "$K8S_BIN/etcd" --name local --data-dir "$L/etcd" \
 		--listen-client-urls http://127.0.0.1:2379 --advertise-client-urls http://127.0.0.1:2379 \
@@ -354,33 +464,68 @@ up() {
 	wait_until 120 "kube-apiserver" kubectl_ get --raw /readyz
 	log "API server ready"
 	start_controllers
-	start containerd /usr/bin/containerd --config "$L/containerd.toml"
-	wait_until 60 "containerd" ctr_ version
-	log "containerd ready"
-	local t
-	for t in "$IMAGES_DIR"/*.tar; do
-		[ -f "$t" ] || continue
-		ctr_ images import "$t" >/dev/null || die "importing $t failed"
+	for n in $(seq 1 "$nodes"); do start_containerd "$n"; done
+	import_all "$nodes"
+	for n in $(seq 1 "$nodes"); do start_node_daemons "$n"; done
+	for n in $(seq 1 "$nodes"); do
+		wait_until 120 "node $(node_name "$n") Ready" node_ready "$n"
+		log "node $(node_name "$n") Ready"
 	done
-	log "images imported: $(ctr_ images ls -q | grep -c '^valkey.local/') valkey.local images"
-	start kubelet "$K8S_BIN/kubelet" --config="$L/kubelet.yaml" --kubeconfig="$L/kubelet.kubeconfig" \
-		--root-dir="$L/kubelet" --cert-dir="$L/kubelet/pki" --hostname-override="$NODE" --node-ip="$NODE_IP" --v=1
-	start kube-proxy "$K8S_BIN/kube-proxy" --config="$L/kube-proxy.yaml"
-	wait_until 120 "node $NODE Ready" node_ready
-	log "node $NODE Ready"
 	kubectl_ apply -f "$here/storageclasses.yaml" >/dev/null
-	# A rebuilt provisioner replaces the running one.
-	local sum
-	sum="$(sha256sum "$L/bin/loop-provisioner" | cut -c1-16)"
-	if pid_of loop-provisioner >/dev/null && [ "$(cat "$L/run/loop-provisioner.sum" 2>/dev/null)" != "$sum" ]; then
-		stop loop-provisioner
-	fi
-	echo "$sum" >"$L/run/loop-provisioner.sum"
-	start loop-provisioner "$L/bin/loop-provisioner" --kubeconfig="$KC" --node="$NODE" \
-		--provisioner="$PROVISIONER" --disk-dir="$L/disks"
+	for n in $(seq 1 "$nodes"); do start_provisioner "$n"; done
 	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
 	netpol_up
-	log "cluster up: export KUBECONFIG=$KC"
+	log "cluster up ($nodes node(s)): export KUBECONFIG=$KC"
+}
+
+# start_containerd K: node K's containerd (in its network namespace), until it answers.
+start_containerd() {
+	local n="$1" ns=""
+	[ "$n" = 1 ] || ns="$(node_netns "$n")"
+	mkdir -p "$(dirname "$(node_sock "$n")")"
+	START_NETNS="$ns" start "$(daemon containerd "$n")" /usr/bin/containerd --config "$(node_dir "$n")/containerd.toml"
+	wait_until 60 "containerd of node $n" ctr_n "$n" version
+	log "containerd of node $n ready"
+}
+
+# import_all K: import the image tarballs into the containerd of nodes 1..K, in parallel.
+import_all() {
+	local n t pids=()
+	for n in $(seq 1 "$1"); do
+		(for t in "$IMAGES_DIR"/*.tar; do
+			[ -f "$t" ] || continue
+			ctr_n "$n" images import "$t" >/dev/null || die "importing $t into node $n failed"
+		done) &
+		pids+=($!)
+	done
+	for n in "${pids[@]}"; do wait "$n" || die "image import failed"; done
+	log "images imported: $(ctr_ images ls -q | grep -c '^valkey.local/') valkey.local images on each of $1 node(s)"
+}
+
+# start_node_daemons K: node K's kubelet and kube-proxy (in its network namespace).
+start_node_daemons() {
+	local n="$1" D ns="" kubeconfig="$L/kubelet.kubeconfig"
+	D="$(node_dir "$n")"
+	if [ "$n" != 1 ]; then
+		ns="$(node_netns "$n")" kubeconfig="$L/kubelet-$(node_name "$n").kubeconfig"
+	fi
+	START_NETNS="$ns" start "$(daemon kubelet "$n")" "$K8S_BIN/kubelet" --config="$D/kubelet.yaml" \
+		--kubeconfig="$kubeconfig" --root-dir="$D/kubelet" --cert-dir="$D/kubelet/pki" \
+		--hostname-override="$(node_name "$n")" --node-ip="$(node_ip "$n")" --v=1
+	START_NETNS="$ns" start "$(daemon kube-proxy "$n")" "$K8S_BIN/kube-proxy" --config="$D/kube-proxy.yaml"
+}
+
+# start_provisioner K: node K's loop provisioner; a rebuilt provisioner replaces the running one.
+start_provisioner() {
+	local n="$1" name sum
+	name="$(daemon loop-provisioner "$n")"
+	sum="$(sha256sum "$L/bin/loop-provisioner" | cut -c1-16)"
+	if pid_of "$name" >/dev/null && [ "$(cat "$L/run/$name.sum" 2>/dev/null)" != "$sum" ]; then
+		stop "$name"
+	fi
+	echo "$sum" >"$L/run/$name.sum"
+	start "$name" "$L/bin/loop-provisioner" --kubeconfig="$KC" --node="$(node_name "$n")" \
+		--provisioner="$PROVISIONER" --disk-dir="$L/disks"
 }
 
 # netpol_up: NetworkPolicy enforcement (netpol.yaml: kube-network-policies, one pod per node),
@@ -406,8 +551,9 @@ netpol_up() {
 	log "NetworkPolicy enforcement ready (kube-network-policies on every node)"
 }
 
+# node_ready K: node K's Ready condition is True.
 node_ready() {
-	[ "$(kubectl_ get node "$NODE" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+	[ "$(kubectl_ get node "$(node_name "${1:-1}")" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
 }
 
 # Removes the rules and chains kubelet, kube-proxy and CNI left in iptables.
@@ -428,25 +574,46 @@ iptables_cleanup() {
 	done
 }
 
+# node_daemons_stop K [lost]: stop node K's provisioner, kube-proxy and kubelet (at once when
+# lost), kill its containers, stop its containerd and any shim left. Lost keeps the containers'
+# records (a rebooted machine's kubelet finds them exited); otherwise they are removed.
+node_daemons_stop() {
+	local n="$1" lost="${2:-}" wait=10 id p
+	[ -n "$lost" ] && wait=0
+	stop "$(daemon loop-provisioner "$n")" "$wait"
+	stop "$(daemon kube-proxy "$n")" "$wait"
+	stop "$(daemon kubelet "$n")" "$([ -n "$lost" ] && echo 0 || echo 20)"
+	if pid_of "$(daemon containerd "$n")" >/dev/null && ctr_n "$n" version >/dev/null 2>&1; then
+		for id in $(ctr_n "$n" tasks ls -q 2>/dev/null); do ctr_n "$n" tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
+		for id in $(ctr_n "$n" tasks ls -q 2>/dev/null); do ctr_n "$n" tasks rm -f "$id" >/dev/null 2>&1 || true; done
+		if [ -z "$lost" ]; then
+			for id in $(ctr_n "$n" containers ls -q 2>/dev/null); do ctr_n "$n" containers rm "$id" >/dev/null 2>&1 || true; done
+		fi
+	fi
+	stop "$(daemon containerd "$n")"
+	# Shims that outlived containerd: found by the socket they were given, killed by PID.
+	for p in $(grep -lsF -- "$(node_sock "$n")" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+		kill -9 "$p" 2>/dev/null && log "killed leftover shim $p" || true
+	done
+}
+
+# nodes_known: the highest node number that may have left anything (recorded or on disk).
+nodes_known() {
+	local max n d
+	max="$(node_count)"
+	for d in "$L"/nodes/*; do
+		n="$(basename "$d")"
+		[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -gt "$max" ] && max="$n"
+	done
+	echo "$max"
+}
+
 down() {
 	[ "$(id -u)" = 0 ] || die "must run as root"
 	[ -d "$L" ] || { echo "no local cluster state at $L"; return; }
 	mkdir -p "$L/run"
-	stop loop-provisioner
-	stop kube-proxy
-	stop kubelet 20
-	if pid_of containerd >/dev/null && ctr_ version >/dev/null 2>&1; then
-		local id
-		for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1 || true; done
-		for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks rm -f "$id" >/dev/null 2>&1 || true; done
-		for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers rm "$id" >/dev/null 2>&1 || true; done
-	fi
-	stop containerd
-	# Shims that outlived containerd: found by the socket they were given, killed by PID.
-	local p
-	for p in $(grep -lsF -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
-		kill -9 "$p" 2>/dev/null && log "killed leftover shim $p" || true
-	done
+	local n
+	for n in $(seq "$(nodes_known)" -1 1); do node_daemons_stop "$n"; done
 	stop_all kube-scheduler kube-controller-manager kube-apiserver etcd
 	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first.
 	local m
@@ -469,6 +636,10 @@ down() {
 	fi
 	# State: everything but the PKI, the helper binaries and the logs.
 	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
+	for n in "$L"/nodes/*; do
+		[ -d "$n" ] && rm -rf "$n/kubelet" "$n/containerd" "$n/containerd-opt" "$n/cni/ipam" "$n/pod-logs"
+	done
+	rm -f "$L/run/nodes"
 	[ "$(cat "$OWNER" 2>/dev/null)" = "$L" ] && rm -f "$OWNER"
 	log "state removed"
 	leftovers >/dev/null || { leftovers; die "cluster down, but the above is left behind"; }
@@ -490,6 +661,16 @@ down_node() {
 		ip link del "$n" 2>/dev/null || true
 	done
 	ip link del "$BRIDGE" 2>/dev/null || true
+	# The other nodes' namespaces (their veths, bridges and iptables go with them), the routes.
+	for n in /run/netns/vlk-"$ID"-node*; do
+		[ -e "$n" ] || continue
+		ip netns delete "$(basename "$n")" 2>/dev/null || { umount "$n" 2>/dev/null; rm -f "$n"; }
+	done
+	for n in $(ip -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep "^$VETH" || true); do
+		ip link del "$n" 2>/dev/null || true
+	done
+	ip route del blackhole "$POD_NET" 2>/dev/null || true
+	ip route del blackhole "$NODE_NET" 2>/dev/null || true
 	log "network devices removed"
 	iptables_cleanup
 	# kube-network-policies' table, when its pod was killed before it could delete it.
@@ -501,7 +682,7 @@ down_node() {
 	fi
 	# Pod cgroups kubelet made (empty once the pods are gone).
 	local c
-	for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods; do
+	for c in /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/kubepods /sys/fs/cgroup/*/"$CGROUP_PREFIX"[0-9]*; do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} \; 2>/dev/null || true
 	done
 }
@@ -537,16 +718,60 @@ restart() {
 }
 
 # signal ID SIGNAL: send SIGNAL to the main process of container ID ("containerd://..." or bare).
+# The container may be on any node: the containerd that lists its task signals it.
 signal_container() {
 	[ -n "${1:-}" ] && [ -n "${2:-}" ] || die "usage: $0 signal CONTAINER-ID SIGNAL"
-	pid_of containerd >/dev/null || die "containerd is not running"
-	ctr_ tasks kill -s "$2" "${1#containerd://}"
-	log "sent $2 to container ${1#containerd://}"
+	local id="${1#containerd://}" n
+	for n in $(seq 1 "$(node_count)"); do
+		pid_of "$(daemon containerd "$n")" >/dev/null || continue
+		ctr_n "$n" tasks ls -q 2>/dev/null | grep -qx "$id" || continue
+		ctr_n "$n" tasks kill -s "$2" "$id"
+		log "sent $2 to container $id on node $(node_name "$n")"
+		return
+	done
+	die "no running containerd has a task $id"
+}
+
+# stop_node K: lose node K as a machine is lost. Its link goes down first (its node and pod
+# addresses vanish at once, nothing is sent on the way down), then its daemons are killed and its
+# containers SIGKILLed. Node 1 holds the control plane's address and cannot be stopped.
+stop_node() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	local n="${1:-}"
+	[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le "$(node_count)" ] ||
+		die "stop-node N: N from 2 to $(node_count) (node 1 holds the control plane's address)"
+	ip link set "$VETH$n" down
+	node_daemons_stop "$n" lost
+	log "node $(node_name "$n") stopped (link down, daemons and containers killed)"
+}
+
+# start_node K: bring node K back: link and routes, containerd, kubelet (which restarts the
+# node's pods), kube-proxy and provisioner; waits until the node is Ready.
+start_node() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	local n="${1:-}"
+	[[ "$n" =~ ^[0-9]+$ ]] && [ "$n" -ge 2 ] && [ "$n" -le "$(node_count)" ] ||
+		die "start-node N: N from 2 to $(node_count)"
+	node_net_up "$n"
+	node_cgroups "$n"
+	start_containerd "$n"
+	start_node_daemons "$n"
+	wait_until 120 "node $(node_name "$n") Ready" node_ready "$n"
+	start_provisioner "$n"
+	log "node $(node_name "$n") started and Ready"
+}
+
+# node_daemon_names: the names of every node's daemons.
+node_daemon_names() {
+	local k d
+	for k in $(seq 1 "$(node_count)"); do
+		for d in containerd kubelet kube-proxy loop-provisioner; do daemon "$d" "$k"; done
+	done
 }
 
 status() {
 	local n p
-	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy loop-provisioner; do
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler $(node_daemon_names); do
 		if p="$(pid_of "$n")"; then echo "$n: running (pid $p)"; else echo "$n: stopped"; fi
 	done
 	[ -f "$KC" ] && kubectl_ get nodes -o wide 2>/dev/null || true
@@ -554,21 +779,22 @@ status() {
 
 memory() {
 	local n p total=0 kb
-	for n in etcd kube-apiserver kube-controller-manager kube-scheduler containerd kubelet kube-proxy loop-provisioner; do
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler $(node_daemon_names); do
 		p="$(pid_of "$n")" || continue
 		kb=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status")
 		printf '%-24s %6d MiB\n' "$n" $((kb / 1024))
 		total=$((total + kb))
 	done
 	local shims=0 pods=0 pid
-	for pid in $(grep -lsF -- "$SOCK" /proc/[0-9]*/cmdline | cut -d/ -f3); do
+	for pid in $(grep -lsE -- "$RUNDIR/(node[0-9]+/)?containerd.sock" /proc/[0-9]*/cmdline | cut -d/ -f3); do
 		kb=$(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null || echo 0)
 		shims=$((shims + kb))
 	done
 	# Pod processes: members of the kubepods memory cgroup.
-	if [ -f /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes ]; then
-		pods=$(($(cat /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes) / 1024))
-	fi
+	local f
+	for f in /sys/fs/cgroup/memory/kubepods/memory.usage_in_bytes /sys/fs/cgroup/memory/"$CGROUP_PREFIX"[0-9]*/kubepods/memory.usage_in_bytes; do
+		[ -f "$f" ] && pods=$((pods + $(cat "$f") / 1024))
+	done
 	printf '%-24s %6d MiB\n' "shims" $((shims / 1024)) "pods (cgroup usage)" $((pods / 1024))
 	printf '%-24s %6d MiB\n' "total" $(((total + shims + pods) / 1024))
 }
@@ -579,11 +805,15 @@ import_images() {
 		echo "local cluster is not up: images will be imported by cluster-up"
 		return
 	fi
-	local t
-	for t in "$@"; do
-		ctr_ images import "$t" >/dev/null || die "importing $t failed"
+	local t n
+	for n in $(seq 1 "$(node_count)"); do
+		# A stopped node gets the images when it is started again by cluster-up.
+		pid_of "$(daemon containerd "$n")" >/dev/null || { echo "node $n is stopped: not imported"; continue; }
+		for t in "$@"; do
+			ctr_n "$n" images import "$t" >/dev/null || die "importing $t into node $n failed"
+		done
 	done
-	echo "imported into the local cluster: ${*##*/}"
+	echo "imported into the local cluster ($(node_count) node(s)): ${*##*/}"
 }
 
 # leftovers: print whatever of this cluster is still on the machine; fails when anything is.
@@ -610,11 +840,12 @@ leftovers() {
 		echo "(node-wide network, iptables and cgroups not checked: the cluster of $other uses them)"
 	else
 		report "pod network namespaces" "$(grep -E "/run/netns/cni-" /proc/mounts || true)"
+		report "node network namespaces" "$(ls /run/netns 2>/dev/null | grep "^vlk-$ID-node" || true)"
 		report "network devices" "$(ip -o link show | grep -E "$BRIDGE|veth" || true)"
-		report "routes" "$(ip route show | grep -E "$BRIDGE|${POD_CIDR%/*}|${SVC_CIDR%/*}" || true)"
+		report "routes" "$(ip route show | grep -E "$BRIDGE|$VETH|10\.88\.|10\.87\.0\.|${SVC_CIDR%/*}" || true)"
 		report "iptables chains" "$( (iptables-save; ip6tables-save) 2>/dev/null | grep -E '^:(KUBE|CNI)-' || true)"
 		report "nftables tables" "$(nft list tables 2>/dev/null | grep -x 'table inet kube-network-policies' || true)"
-		report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods 2>/dev/null || true)"
+		report "cgroups" "$(ls -d /sys/fs/cgroup/*/kubepods /sys/fs/cgroup/*/"$CGROUP_PREFIX"[0-9]* 2>/dev/null || true)"
 	fi
 	if [ "$found" = 0 ]; then echo "no leftovers of $L"; else return 1; fi
 }
@@ -631,6 +862,8 @@ down) down ;;
 status) status ;;
 restart) restart "${2:-}" ;;
 signal) signal_container "${2:-}" "${3:-}" ;;
+stop-node) stop_node "${2:-}" ;;
+start-node) start_node "${2:-}" ;;
 memory) memory ;;
-*) die "usage: $0 up|down|status|memory|import|leftovers|netpol|restart kube-apiserver|signal ID SIGNAL" ;;
+*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|netpol|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
 esac

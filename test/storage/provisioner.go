@@ -154,8 +154,26 @@ func (p *provisioner) classOf(c *corev1.PersistentVolumeClaim) *storagev1.Storag
 	return sc
 }
 
+// ours tells whether v was provisioned by this provisioner for its node: with one provisioner
+// per node, each grows and deletes only the volumes whose loop devices are on its node.
 func (p *provisioner) ours(v *corev1.PersistentVolume) bool {
-	return v.Annotations[annProvisionedBy] == p.name && v.Annotations[annBackingFile] != "" && v.Spec.Local != nil
+	return v.Annotations[annProvisionedBy] == p.name && v.Annotations[annBackingFile] != "" && v.Spec.Local != nil &&
+		volumeNode(v) == p.node
+}
+
+// volumeNode is the node a local volume's affinity names ("" when it names none).
+func volumeNode(v *corev1.PersistentVolume) string {
+	if v.Spec.NodeAffinity == nil || v.Spec.NodeAffinity.Required == nil {
+		return ""
+	}
+	for _, t := range v.Spec.NodeAffinity.Required.NodeSelectorTerms {
+		for _, e := range t.MatchExpressions {
+			if e.Key == labelHostname && e.Operator == corev1.NodeSelectorOpIn && len(e.Values) == 1 {
+				return e.Values[0]
+			}
+		}
+	}
+	return ""
 }
 
 func (p *provisioner) syncClaim(ctx context.Context, ns, name string) error {

@@ -1,6 +1,11 @@
 // Command pki writes the certificates, keys and kubeconfigs of the local test cluster.
 //
-//	go run ./test/localcluster/pki -dir .local/cluster -node vm -node-ip 10.87.0.1
+//	go run ./test/localcluster/pki -dir .local/cluster -node vm -node-ip 10.87.0.1 \
+//	  -extra-nodes vm-2=10.87.0.2,vm-3=10.87.0.3
+//
+// Each extra node (the kubelets of a multi-node cluster beyond the first) gets its own client
+// and serving certificates (kubelet-<name>, kubelet-serving-<name>) and kubeconfig
+// (kubelet-<name>.kubeconfig).
 //
 // It is idempotent: the CA, the service-account key and every certificate are kept when they
 // exist and were made for the same node name and address (recorded in pki/params); otherwise
@@ -22,6 +27,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -40,18 +46,52 @@ func main() {
 	nodeIP := flag.String("node-ip", "", "node address (API server and kubelet listen there)")
 	serviceIP := flag.String("service-ip", "10.96.0.1", "ClusterIP of the kubernetes Service")
 	port := flag.Int("port", 6443, "API server secure port")
+	extra := flag.String("extra-nodes", "", "further kubelets: name=ip,name=ip")
 	flag.Parse()
-	if *dir == "" || *node == "" || net.ParseIP(*nodeIP) == nil || net.ParseIP(*serviceIP) == nil {
+	nodes, err := parseNodes(*extra)
+	if err != nil || *dir == "" || *node == "" || net.ParseIP(*nodeIP) == nil || net.ParseIP(*serviceIP) == nil {
 		flag.Usage()
 		os.Exit(2)
 	}
-	if err := run(*dir, *node, net.ParseIP(*nodeIP), net.ParseIP(*serviceIP), *port); err != nil {
+	if err := run(*dir, *node, net.ParseIP(*nodeIP), net.ParseIP(*serviceIP), *port, nodes); err != nil {
 		fmt.Fprintln(os.Stderr, "pki:", err)
 		os.Exit(1)
 	}
 }
 
-func run(dir, node string, nodeIP, serviceIP net.IP, port int) error {
+// extraNode is a kubelet beyond the first: its node name and address.
+type extraNode struct {
+	name string
+	ip   net.IP
+}
+
+// parseNodes reads "name=ip,name=ip".
+func parseNodes(s string) ([]extraNode, error) {
+	var nodes []extraNode
+	for _, item := range strings.Split(s, ",") {
+		if item == "" {
+			continue
+		}
+		name, ip, ok := strings.Cut(item, "=")
+		if !ok || name == "" || net.ParseIP(ip) == nil {
+			return nil, fmt.Errorf("extra node %q: want name=ip", item)
+		}
+		nodes = append(nodes, extraNode{name: name, ip: net.ParseIP(ip)})
+	}
+	return nodes, nil
+}
+
+// kubeletCerts are the client and serving certificates of the kubelet of node at ip, named
+// kubelet<suffix> and kubelet-serving<suffix>.
+func kubeletCerts(suffix, node string, ip net.IP) []cert {
+	return []cert{
+		{name: "kubelet" + suffix, cn: "system:node:" + node, orgs: []string{"system:nodes"}},
+		{name: "kubelet-serving" + suffix, cn: "system:node:" + node, orgs: []string{"system:nodes"}, server: true,
+			ips: []net.IP{ip, net.IPv4(127, 0, 0, 1)}, dns: []string{node, "localhost"}},
+	}
+}
+
+func run(dir, node string, nodeIP, serviceIP net.IP, port int, extra []extraNode) error {
 	pki := filepath.Join(dir, "pki")
 	if err := os.MkdirAll(pki, 0o700); err != nil {
 		return err
@@ -92,10 +132,13 @@ func run(dir, node string, nodeIP, serviceIP net.IP, port int) error {
 		{name: "admin", cn: "admin", orgs: []string{"system:masters"}},
 		{name: "kube-controller-manager", cn: "system:kube-controller-manager"},
 		{name: "kube-scheduler", cn: "system:kube-scheduler"},
-		{name: "kubelet", cn: "system:node:" + node, orgs: []string{"system:nodes"}},
-		{name: "kubelet-serving", cn: "system:node:" + node, orgs: []string{"system:nodes"}, server: true,
-			ips: []net.IP{nodeIP, net.IPv4(127, 0, 0, 1)}, dns: []string{node, "localhost"}},
 		{name: "kube-proxy", cn: "system:kube-proxy"},
+	}
+	certs = append(certs, kubeletCerts("", node, nodeIP)...)
+	users := []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+	for _, n := range extra {
+		certs = append(certs, kubeletCerts("-"+n.name, n.name, n.ip)...)
+		users = append(users, "kubelet-"+n.name)
 	}
 	for _, c := range certs {
 		if _, err := os.Stat(filepath.Join(pki, c.name+".crt")); err == nil {
@@ -109,7 +152,7 @@ func run(dir, node string, nodeIP, serviceIP net.IP, port int) error {
 		return err
 	}
 	server := fmt.Sprintf("https://%s", net.JoinHostPort(nodeIP.String(), fmt.Sprint(port)))
-	for _, user := range []string{"admin", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"} {
+	for _, user := range users {
 		if err := writeKubeconfig(filepath.Join(dir, user+".kubeconfig"), server, pki, user); err != nil {
 			return err
 		}
