@@ -84,8 +84,5 @@ func desiredBudget(vc *valkeyv1.ValkeyCluster, shard int32) *policyv1.PodDisrupt
 // clusterOwner makes the cluster the controller owner (garbage collection removes what it
 // owns with it).
 func clusterOwner(vc *valkeyv1.ValkeyCluster) metav1.OwnerReference {
-	return metav1.OwnerReference{
-		APIVersion: valkeyv1.GroupVersion.String(), Kind: "ValkeyCluster", Name: vc.Name, UID: vc.UID,
-		Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
-	}
+	return *metav1.NewControllerRef(vc, valkeyv1.GroupVersion.WithKind("ValkeyCluster"))
 }

@@ -7,14 +7,9 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// Topology keys of the default placement.
-const (
-	hostnameKey = "kubernetes.io/hostname"
-	zoneKey     = "topology.kubernetes.io/zone"
-	// shardAntiAffinityWeight is the weight of the preferred shard anti-affinity term: the
-	// highest, so that it outweighs any other preference but the user's own of weight 100.
-	shardAntiAffinityWeight = 100
-)
+// shardAntiAffinityWeight is the weight of the preferred shard anti-affinity term: the
+// highest, so that it outweighs any other preference but the user's own of weight 100.
+const shardAntiAffinityWeight = 100
 
 // place sets where the node's pod may run: the user's node selector, tolerations, priority
 // class and image pull secrets as they are; the user's affinity with the shard anti-affinity
@@ -36,8 +31,9 @@ func place(node *valkeyv1.ValkeyNode, spec *corev1.PodSpec) {
 	if node.Spec.ClusterName == "" {
 		return
 	}
-	spec.Affinity = withShardAntiAffinity(spec.Affinity, shardSelector(node), s.EffectiveShardAntiAffinity())
-	spec.TopologySpreadConstraints = withZoneSpread(spec.TopologySpreadConstraints, shardSelector(node))
+	shard := shardSelector(node)
+	spec.Affinity = withShardAntiAffinity(spec.Affinity, shard, s.EffectiveShardAntiAffinity())
+	spec.TopologySpreadConstraints = withZoneSpread(spec.TopologySpreadConstraints, shard)
 }
 
 // shardSelector selects the pods of the node's shard: its primary and replicas.
@@ -59,7 +55,7 @@ func withShardAntiAffinity(a *corev1.Affinity, shard *metav1.LabelSelector, mode
 	if a.PodAntiAffinity == nil {
 		a.PodAntiAffinity = &corev1.PodAntiAffinity{}
 	}
-	term := corev1.PodAffinityTerm{LabelSelector: shard, TopologyKey: hostnameKey}
+	term := corev1.PodAffinityTerm{LabelSelector: shard, TopologyKey: corev1.LabelHostname}
 	anti := a.PodAntiAffinity
 	if mode == valkeyv1.ShardAntiAffinityRequired {
 		anti.RequiredDuringSchedulingIgnoredDuringExecution = append(anti.RequiredDuringSchedulingIgnoredDuringExecution, term)
@@ -76,13 +72,13 @@ func withShardAntiAffinity(a *corev1.Affinity, shard *metav1.LabelSelector, mode
 // the user's is the one meant.
 func withZoneSpread(user []corev1.TopologySpreadConstraint, shard *metav1.LabelSelector) []corev1.TopologySpreadConstraint {
 	for _, c := range user {
-		if c.TopologyKey == zoneKey {
+		if c.TopologyKey == corev1.LabelTopologyZone {
 			return user
 		}
 	}
 	return append(user, corev1.TopologySpreadConstraint{
 		MaxSkew:           1,
-		TopologyKey:       zoneKey,
+		TopologyKey:       corev1.LabelTopologyZone,
 		WhenUnsatisfiable: corev1.ScheduleAnyway,
 		LabelSelector:     shard,
 	})

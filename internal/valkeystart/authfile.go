@@ -4,7 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strings"
+
+	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
 // writeAuthFile writes the servers' password as requirepass and masterauth into AuthFile
@@ -19,7 +20,7 @@ func (w *Wrapper) writeAuthFile() error {
 		return errors.New("no password: the server's config includes " + w.AuthFile +
 			" but the password variable is empty; check the key of the password Secret")
 	}
-	q := quoteConfig(w.Password)
+	q := valkeyconf.Quote(w.Password)
 	body := "# written by valkey-start from the password Secret; not kept on disk\n" +
 		"requirepass " + q + "\nmasterauth " + q + "\n"
 	if err := os.Remove(w.AuthFile); err != nil && !errors.Is(err, os.ErrNotExist) {
@@ -29,26 +30,4 @@ func (w *Wrapper) writeAuthFile() error {
 		return fmt.Errorf("write %s: %w", w.AuthFile, err)
 	}
 	return nil
-}
-
-// quoteConfig double-quotes s as one argument of a valkey.conf line: printable ASCII as is
-// (but for the quote and the backslash), every other byte as \xHH, which the server's
-// parser turns back into that byte.
-func quoteConfig(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case c == '"' || c == '\\':
-			b.WriteByte('\\')
-			b.WriteByte(c)
-		case c < 0x20 || c >= 0x7f:
-			fmt.Fprintf(&b, `\x%02x`, c)
-		default:
-			b.WriteByte(c)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
 }

@@ -270,21 +270,34 @@ func ownedDirectives(p Params) ([]Directive, error) {
 	return d, nil
 }
 
-// write writes one line: the key and each argument double-quoted. Inside double quotes
-// valkey's parser only gives meaning to backslash escapes and the closing quote, so
-// escaping both keeps any value one argument of one line (control characters never reach
-// here).
+// write writes one line: the key and each argument double-quoted (Quote).
 func write(b *strings.Builder, d Directive) {
 	b.WriteString(d.Key)
 	for _, a := range d.Args {
-		b.WriteString(` "`)
-		for _, r := range a {
-			if r == '\\' || r == '"' {
-				b.WriteByte('\\')
-			}
-			b.WriteRune(r)
-		}
-		b.WriteByte('"')
+		b.WriteByte(' ')
+		b.WriteString(Quote(a))
 	}
 	b.WriteByte('\n')
+}
+
+// Quote is s as one double-quoted argument of a valkey.conf line. Inside double quotes
+// valkey's parser gives meaning only to backslash escapes and the closing quote, so both are
+// escaped, and control bytes (a newline would end the line) are written as \xHH escapes:
+// any value stays one argument of one line.
+func Quote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' || c == '"':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, `\x%02x`, c)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
