@@ -121,6 +121,26 @@ fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
 	  echo "fuzz $$t in $$pkg for $(FUZZTIME)"; go test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME); \
 	done
 
+##@ Benchmarks (figures, not timed tests; README "Performance" holds the last measured values)
+
+BENCH_FLAGS ?=
+
+.PHONY: bench
+bench: bench-envtest bench-topology bench-local ## Every benchmark: envtest, topology formation, and the local cluster when it is up.
+
+.PHONY: bench-envtest
+bench-envtest: envtest-bins ## The three binaries on envtest: fan-out of 300 and 1,002 nodes against a bare client, idle writes, memory.
+	go test ./test/bench/apiserver -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_FLAGS)
+
+.PHONY: bench-topology
+bench-topology: envtest-bins valkey ## The topology controller forming clusters of real servers on loopback.
+	go test ./topologycontroller/ -run '^$$' -bench Form -benchtime 1x -timeout 30m $(BENCH_FLAGS)
+
+.PHONY: bench-local
+bench-local: ## The sample on the local cluster (deployed operator): time to Ready and a roll, against bare pods.
+	@if [ ! -f "$(E2E_KUBECONFIG)" ]; then echo "bench-local: no local cluster ($(E2E_KUBECONFIG)): make run-local first; skipped"; \
+	else BENCH_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/bench/localcluster -run '^$$' -bench . -benchtime 1x -timeout 30m -v $(BENCH_FLAGS); fi
+
 ##@ Local cluster (test/localcluster: a real Kubernetes of NODES nodes on this machine; needs root)
 
 LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster

@@ -1,0 +1,62 @@
+package apiserver_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/test/bench"
+)
+
+func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
+	r := operator(b, shards, replicas, unrelated)
+	n := r.nodes()
+	b.ReportMetric(r.fanOut.Seconds(), "operator-s")
+	b.Logf("operator: %d nodes fanned out in %.1f s", n, r.fanOut.Seconds())
+	var opWrites float64
+	for _, name := range bench.Binaries {
+		w := r.writes[name]
+		opWrites += w.Writes()
+		b.ReportMetric(w.Writes()/float64(n), name+"-writes/node")
+		b.Logf("  %s: %.0f writes (%.2f per node: %s)", name, w.Writes(), w.Writes()/float64(n), w)
+	}
+	bareWrites := float64(bench.BareWritesPerNode * n)
+	b.ReportMetric(opWrites/float64(n), "operator-writes/node")
+	b.ReportMetric(opWrites/bareWrites, "writes-ratio")
+	b.Logf("  operator: %.0f writes, %.2f× the bare client's %.0f (%d per node: ValkeyNode, claim, ConfigMap, StatefulSet, status)",
+		opWrites, opWrites/bareWrites, bareWrites, bench.BareWritesPerNode)
+
+	ctx := context.Background()
+	tmpl, err := bench.TemplateOf(ctx, r.srv.client, r.cluster.Namespace, valkeyv1.NodeName(r.cluster.Name, 0, 0))
+	if err != nil {
+		b.Fatal(err)
+	}
+	bare := bareServer(b)
+	names := nodeNames(r.cluster)
+	for _, goroutines := range []int{1, 8} {
+		ns := fmt.Sprintf("bare-%d-%d", n, goroutines)
+		if err := bare.namespace(ctx, ns); err != nil {
+			b.Fatal(err)
+		}
+		took, writes, err := tmpl.BareFanOut(ctx, bare.client, ns, names, goroutines)
+		if err != nil {
+			b.Fatal(err)
+		}
+		ratio := r.fanOut.Seconds() / took.Seconds()
+		b.ReportMetric(took.Seconds(), fmt.Sprintf("bare%d-s", goroutines))
+		b.ReportMetric(ratio, fmt.Sprintf("ratio-vs-bare%d", goroutines))
+		b.Logf("bare client, %d goroutine(s): %d writes in %.1f s; operator/bare = %.2f×", goroutines, writes, took.Seconds(), ratio)
+	}
+}
+
+// nodeNames are the names of the cluster's nodes, shard by shard.
+func nodeNames(vc *valkeyv1.ValkeyCluster) []string {
+	var out []string
+	for s := range vc.Spec.Shards {
+		for r := range vc.Spec.Replicas + 1 {
+			out = append(out, valkeyv1.NodeName(vc.Name, s, r))
+		}
+	}
+	return out
+}

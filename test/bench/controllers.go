@@ -1,0 +1,168 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Binaries are the three controllers, in the order the benchmarks print them.
+var Binaries = []string{"volume-controller", "workload-controller", "topology-controller"}
+
+// StartImage is the --start-image the workload controller needs outside a pod.
+const StartImage = "valkey.local/workload-controller:dev"
+
+// Build builds the three binaries into dir (one go command: one compile of what they share).
+func Build(repoRoot, dir string) error {
+	args := []string{"build", "-o", dir + "/"}
+	for _, name := range Binaries {
+		args = append(args, "./cmd/"+name)
+	}
+	cmd := exec.Command("go", args...)
+	cmd.Dir = repoRoot
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build: %w\n%s", err, out)
+	}
+	return nil
+}
+
+// Controller is one controller binary running as a process with its own metrics and health
+// endpoints on loopback.
+type Controller struct {
+	Name    string
+	Metrics string // host:port of the metrics endpoint
+	cmd     *exec.Cmd
+	logs    *strings.Builder
+	done    chan error
+}
+
+// Launch is how the binaries are started: from Dir, against the API server of Kubeconfig.
+type Launch struct {
+	Dir, Kubeconfig string
+	// KubeconfigEnv passes the kubeconfig as $KUBECONFIG instead of --kubeconfig. The
+	// binaries then load it through controller-runtime, whose default client rate (20 QPS,
+	// burst 30) is also the one of in-cluster configuration; --kubeconfig leaves client-go's
+	// 5 QPS, burst 10.
+	KubeconfigEnv bool
+}
+
+// StartController starts binary name without leader election and waits until it reports
+// ready.
+func StartController(l Launch, name string) (*Controller, error) {
+	metrics, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	health, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
+	args := []string{"--leader-elect=false", "--log-level=error",
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}
+	env := append(os.Environ(), "POD_NAME=", "POD_NAMESPACE=", "KUBECONFIG=")
+	if l.KubeconfigEnv {
+		env = append(env, "KUBECONFIG="+l.Kubeconfig)
+	} else {
+		args = append(args, "--kubeconfig="+l.Kubeconfig)
+	}
+	if name == "workload-controller" {
+		args = append(args, "--start-image="+StartImage)
+	}
+	c := &Controller{Name: name, Metrics: metrics, logs: &strings.Builder{}, done: make(chan error, 1)}
+	c.cmd = exec.Command(filepath.Join(l.Dir, name), args...)
+	c.cmd.Env = env
+	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
+	if err := c.cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	go func() { c.done <- c.cmd.Wait() }()
+	if err := c.waitReady("http://"+health+"/readyz", 60*time.Second); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("%s: %w\nlogs:\n%s", name, err, c.logs)
+	}
+	return c, nil
+}
+
+// StartAll starts the three controllers; on an error it stops those already started.
+func StartAll(l Launch) ([]*Controller, error) {
+	var cs []*Controller
+	for _, name := range Binaries {
+		c, err := StartController(l, name)
+		if err != nil {
+			StopAll(cs)
+			return nil, err
+		}
+		cs = append(cs, c)
+	}
+	return cs, nil
+}
+
+// StopAll stops every controller of cs.
+func StopAll(cs []*Controller) {
+	for _, c := range cs {
+		c.Stop()
+	}
+}
+
+// Pid is the controller's process ID.
+func (c *Controller) Pid() int { return c.cmd.Process.Pid }
+
+// Stop sends SIGTERM and waits for the process to end (SIGKILL after 20 s).
+func (c *Controller) Stop() {
+	_ = c.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-c.done:
+	case <-time.After(20 * time.Second):
+		_ = c.cmd.Process.Kill()
+		<-c.done
+	}
+}
+
+// waitReady polls url until it answers 200, the process ends, or timeout passes.
+func (c *Controller) waitReady(url string, timeout time.Duration) error {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	tick := time.NewTicker(200 * time.Millisecond)
+	defer tick.Stop()
+	last := errors.New("no answer yet")
+	for {
+		if resp, err := http.Get(url); err == nil {
+			_ = resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			last = fmt.Errorf("%s: status %d", url, resp.StatusCode)
+		} else {
+			last = err
+		}
+		select {
+		case err := <-c.done:
+			c.done <- err
+			return fmt.Errorf("exited: %v", err)
+		case <-ctx.Done():
+			return fmt.Errorf("not ready within %s: %w", timeout, last)
+		case <-tick.C:
+		}
+	}
+}
+
+// Logs is what the controller printed so far.
+func (c *Controller) Logs() string { return c.logs.String() }
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String(), nil
+}
