@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -43,6 +42,8 @@ type Controller struct {
 	cmd     *exec.Cmd
 	logs    *strings.Builder
 	done    chan error
+	// exit is how the process ended, once Stop returned.
+	exit error
 }
 
 // Launch is how the binaries are started: from Dir, against the API server of Kubeconfig.
@@ -120,10 +121,10 @@ func (c *Controller) Pid() int { return c.cmd.Process.Pid }
 func (c *Controller) Stop() {
 	_ = c.cmd.Process.Signal(syscall.SIGTERM)
 	select {
-	case <-c.done:
+	case c.exit = <-c.done:
 	case <-time.After(20 * time.Second):
 		_ = c.cmd.Process.Kill()
-		<-c.done
+		c.exit = <-c.done
 	}
 }
 
@@ -133,7 +134,7 @@ func (c *Controller) waitReady(url string, timeout time.Duration) error {
 	defer cancel()
 	tick := time.NewTicker(200 * time.Millisecond)
 	defer tick.Stop()
-	last := errors.New("no answer yet")
+	var last error
 	for {
 		if resp, err := http.Get(url); err == nil {
 			_ = resp.Body.Close()
@@ -147,7 +148,7 @@ func (c *Controller) waitReady(url string, timeout time.Duration) error {
 		select {
 		case err := <-c.done:
 			c.done <- err
-			return fmt.Errorf("exited: %v", err)
+			return fmt.Errorf("exited: %w", err)
 		case <-ctx.Done():
 			return fmt.Errorf("not ready within %s: %w", timeout, last)
 		case <-tick.C:
