@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // While Valkey converges on its own (a replica syncing with its primary, gossip spreading
@@ -62,9 +64,9 @@ func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 
 // convergingIn describes what Valkey has yet to settle by itself this round: a wanted node
 // whose pod is ready but that is not ClusterJoined yet (meeting the cluster, a replica
-// whose link to its primary is not up, a server not answering yet), and, once every slot
-// is assigned, a member that does not report cluster_state ok yet (the slots' owners are
-// still spreading by gossip). Nodes whose pods are not ready are not listed: their
+// whose link to its primary is not up, a server not answering yet; not one kept out because
+// its keys exist nowhere else), and, once every slot is assigned, a member that does not
+// report cluster_state ok yet (the slots' owners are still spreading by gossip). Nodes whose pods are not ready are not listed: their
 // WorkloadReady wakes the controller.
 func convergingIn(st *clusterState) []string {
 	var why []string
@@ -72,7 +74,9 @@ func convergingIn(st *clusterState) []string {
 		if st.members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}
-		if o := st.out[n.Name]; o != nil && !st.joined(n) {
+		// A node kept out because its keys exist nowhere else waits for the user, not for
+		// Valkey (flushIfHeldElsewhere looks again at its own pace).
+		if o := st.out[n.Name]; o != nil && !st.joined(n) && o.joined.Reason != valkeyv1.ReasonKeysNotElsewhere {
 			why = append(why, n.Name+": "+o.joined.Message)
 		}
 	}
