@@ -162,7 +162,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 		return false, nil
 	}
 	if moved == 0 && atomic == 0 {
-		st.wait("assigning slots", time.Second)
+		st.wait("assigning slots", short)
 	}
 	return true, err
 }

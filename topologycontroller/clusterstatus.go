@@ -20,6 +20,10 @@ type clusterFacts struct {
 	serving map[int32]bool
 	// slots is the number of slots some primary owns in the seed's view.
 	slots int
+	// formed: every slot was assigned before (the cluster's SlotsAssigned is True, or its
+	// Degraded says slots were lost since). Until then unassigned slots are the cluster
+	// forming, not a degradation.
+	formed bool
 	// stateOK: a seed was found and every member in the cluster reports cluster_state ok.
 	stateOK bool
 	// unreachable describes the slot owners nobody can reach.
@@ -53,7 +57,7 @@ func factsOf(st *clusterState) clusterFacts {
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
 		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
-		stalled: st.stalled, policyRefused: st.policyRefused,
+		stalled: st.stalled, policyRefused: st.policyRefused, formed: formedBefore(vc),
 	}
 	for _, n := range st.nodes {
 		approval := rollApproval(st, n)
@@ -83,6 +87,13 @@ func factsOf(st *clusterState) clusterFacts {
 		}
 	}
 	return f
+}
+
+// formedBefore tells whether vc's status says every slot was assigned before: SlotsAssigned
+// is True, or Degraded says slots were lost since.
+func formedBefore(vc *valkeyv1.ValkeyCluster) bool {
+	d := status.Get(vc.Status.Conditions, valkeyv1.ConditionDegraded)
+	return status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionSlotsAssigned) || (d != nil && d.Reason == valkeyv1.ReasonSlotsUnassigned)
 }
 
 // lostMessage is the WorkloadReady message of a node whose Kubernetes node is lost, ""
@@ -179,7 +190,9 @@ func anyRolling(nodes []nodeFact) bool {
 
 // degraded is the Degraded condition: which slots are not served, and why, and which nodes
 // are on lost Kubernetes nodes. The reason is that of the last finding (a restart without a
-// replica, then cluster_state, then an unreachable owner, then lost nodes).
+// replica, then cluster_state, then unassigned slots, then an unreachable owner, then lost
+// nodes). Until every slot was first assigned, unassigned slots are the cluster forming:
+// False with reason Forming.
 func degraded(f clusterFacts) metav1.Condition {
 	var why []string
 	reason := valkeyv1.ReasonHealthy
@@ -191,6 +204,9 @@ func degraded(f clusterFacts) metav1.Condition {
 	if len(f.unreachable) > 0 {
 		why, reason = append(why, f.unreachable...), valkeyv1.ReasonSlotsUnavailable
 	}
+	if f.slots < TotalSlots && f.formed {
+		why, reason = append(why, fmt.Sprintf("%d of 16384 slots are not assigned", TotalSlots-f.slots)), valkeyv1.ReasonSlotsUnassigned
+	}
 	if f.slots == TotalSlots && !f.stateOK {
 		why, reason = append(why, "some node reports cluster_state other than ok"), valkeyv1.ReasonClusterStateFail
 	}
@@ -201,7 +217,10 @@ func degraded(f clusterFacts) metav1.Condition {
 	}
 	sort.Strings(why)
 	msg := strings.Join(why, "; ")
-	if len(why) == 0 {
+	switch {
+	case len(why) == 0 && f.slots < TotalSlots:
+		reason, msg = valkeyv1.ReasonForming, fmt.Sprintf("forming: %d of 16384 slots are assigned", f.slots)
+	case len(why) == 0:
 		msg = "every slot is served"
 	}
 	return status.Condition(valkeyv1.ConditionDegraded, len(why) > 0, reason, truncate(msg, 1000))

@@ -46,7 +46,7 @@ func TestSummarize(t *testing.T) {
 		facts: func(f *clusterFacts) {
 			f.slots, f.serving, f.progress = 8192, map[int32]bool{0: true}, []string{"assigning slots"}
 		},
-		want: want{"False/NotReady", "True/Forming", "False/Healthy", "False/SlotsUnassigned", 4, 1, 1},
+		want: want{"False/NotReady", "True/Forming", "False/Forming", "False/SlotsUnassigned", 4, 1, 1},
 	}, {
 		name:  "migrating",
 		facts: func(f *clusterFacts) { f.migrating, f.progress = true, []string{"migrating slots"} },
@@ -166,5 +166,42 @@ func TestDegradedNamesLostNodes(t *testing.T) {
 	ready := status.Get(summarize(f).Conditions, valkeyv1.ConditionReady)
 	if ready == nil || !strings.Contains(ready.Message, "ready on the survivors (lost Kubernetes nodes hold 1 of its nodes)") {
 		t.Errorf("Ready = %v, want a message saying it is ready on the survivors", ready)
+	}
+}
+
+// Degraded never says every slot is served while slots are unassigned: Forming (False)
+// until the slots are first all assigned, SlotsUnassigned (True) when some are lost later.
+func TestDegradedAgreesWithSlotsAssigned(t *testing.T) {
+	tests := []struct {
+		name           string
+		slots          int
+		formed         bool
+		degraded, slot string // "Status/Reason"
+		msg            string
+	}{
+		{"no slot assigned yet", 0, false, "False/Forming", "False/SlotsUnassigned", "forming: 0 of 16384 slots are assigned"},
+		{"slots being assigned", 10923, false, "False/Forming", "False/SlotsUnassigned", "forming: 10923 of 16384 slots are assigned"},
+		{"slots lost after forming", 16000, true, "True/SlotsUnassigned", "False/SlotsUnassigned", "384 of 16384 slots are not assigned"},
+		{"every slot assigned", TotalSlots, false, "False/Healthy", "True/AllSlotsAssigned", "every slot is served"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := healthy()
+			f.slots, f.formed = tt.slots, tt.formed
+			if tt.slots < TotalSlots {
+				f.serving, f.progress = map[int32]bool{}, []string{"assigning slots"}
+			}
+			got := summarize(f)
+			d, sa := status.Get(got.Conditions, valkeyv1.ConditionDegraded), status.Get(got.Conditions, valkeyv1.ConditionSlotsAssigned)
+			if string(d.Status)+"/"+d.Reason != tt.degraded || string(sa.Status)+"/"+sa.Reason != tt.slot {
+				t.Errorf("Degraded = %s/%s, SlotsAssigned = %s/%s; want %s, %s", d.Status, d.Reason, sa.Status, sa.Reason, tt.degraded, tt.slot)
+			}
+			if !strings.Contains(d.Message, tt.msg) {
+				t.Errorf("Degraded message %q, want it to say %q", d.Message, tt.msg)
+			}
+			if tt.slots < TotalSlots && strings.Contains(d.Message, "every slot is served") {
+				t.Errorf("Degraded says %q with %d slots assigned", d.Message, tt.slots)
+			}
+		})
 	}
 }

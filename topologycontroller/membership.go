@@ -47,11 +47,11 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 		}
 	}
 	if acted {
-		st.wait("meeting nodes", time.Second)
+		st.wait("meeting nodes", short)
 		return true, nil
 	}
 	if a, b := st.unseenPair(); a != nil {
-		st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), time.Second)
+		st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), short)
 		return true, nil
 	}
 	return false, nil
@@ -122,7 +122,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		acted = true
 	}
 	if acted {
-		st.wait("attaching replicas", time.Second)
+		st.wait("attaching replicas", short)
 	}
 	return acted, nil
 }

@@ -19,12 +19,13 @@ import (
 )
 
 // clusterPassword returns the cluster's password Secret reference and the password in it.
+// The Secret is read once per reconcile, past the cache (no Secret is cached or watched).
 func (r *Reconciler) clusterPassword(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, string, error) {
-	ref, err := r.ensureSecret(ctx, vc)
+	ref, s, err := r.passwordSecret(ctx, vc)
 	if err != nil {
 		return nil, "", err
 	}
-	password, err := r.password(ctx, vc.Namespace, ref)
+	password, err := passwordIn(s, ref)
 	return ref, password, err
 }
 
@@ -35,46 +36,66 @@ type passwordError struct{ reason, msg string }
 
 func (e *passwordError) Error() string { return e.msg }
 
-// ensureSecret returns the cluster's password Secret reference: spec.passwordSecret, or the
-// generated Secret <cluster>-auth, created (owned by the cluster) when missing. A generated
-// Secret that disappears while the cluster has nodes is not made again: its servers run with
-// the old password, and a new one would lock the operator and restarted nodes out of them.
-func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, error) {
-	if vc.Spec.PasswordSecret != nil && vc.Spec.PasswordSecret.Name != "" {
-		ref := *vc.Spec.PasswordSecret
-		if ref.Key == "" {
-			ref.Key = valkeyv1.DefaultPasswordKey
-		}
-		return &ref, nil
+// passwordSecret returns the cluster's password Secret and its reference: spec.passwordSecret,
+// or the generated Secret <cluster>-auth (see generatedSecret).
+func (r *Reconciler) passwordSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, *corev1.Secret, error) {
+	if vc.Spec.PasswordSecret == nil || vc.Spec.PasswordSecret.Name == "" {
+		return r.generatedSecret(ctx, vc)
 	}
+	ref := *vc.Spec.PasswordSecret
+	if ref.Key == "" {
+		ref.Key = valkeyv1.DefaultPasswordKey
+	}
+	var s corev1.Secret
+	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: ref.Name}, &s); err != nil {
+		if isNotFound(err) {
+			return nil, nil, &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf("password Secret %s does not exist", ref.Name)}
+		}
+		return nil, nil, fmt.Errorf("get password Secret %s: %w", ref.Name, err)
+	}
+	return &ref, &s, nil
+}
+
+// generatedSecret returns the generated Secret <cluster>-auth, created (owned by the
+// cluster) when missing. A generated Secret that disappears while the cluster has nodes is
+// not made again: its servers run with the old password, and a new one would lock the
+// operator and restarted nodes out of them.
+func (r *Reconciler) generatedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*valkeyv1.SecretKeyRef, *corev1.Secret, error) {
 	name := valkeyv1.PasswordSecretName(vc.Name)
 	ref := &valkeyv1.SecretKeyRef{Name: name, Key: valkeyv1.DefaultPasswordKey}
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
 	if err == nil {
 		if pe := notOwnedSecret(vc, &s); pe != nil {
-			return nil, pe
+			return nil, nil, pe
 		}
-		return ref, nil
+		return ref, &s, nil
 	}
 	if !isNotFound(err) {
-		return nil, fmt.Errorf("get Secret %s: %w", name, err)
+		return nil, nil, fmt.Errorf("get Secret %s: %w", name, err)
 	}
 	nodes, err := r.ownedNodes(ctx, vc)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if nodes > 0 {
-		return nil, &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf(
+		return nil, nil, &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf(
 			"the generated password Secret %s was deleted while %d nodes run with its password; not generating a new one: "+
 				"create %s again with key %q holding the servers' password (a running pod still has it: printenv VALKEY_PASSWORD)",
 			name, nodes, name, valkeyv1.DefaultPasswordKey)}
 	}
+	created, err := r.createSecret(ctx, vc, name)
+	return ref, created, err
+}
+
+// createSecret creates the generated Secret name with a random password, owned by vc. When
+// another reconcile made it first, that one is read and used.
+func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, name string) (*corev1.Secret, error) {
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
 		return nil, fmt.Errorf("generate password: %w", err)
 	}
-	s = corev1.Secret{
+	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: vc.Namespace,
 			Labels: map[string]string{
@@ -86,14 +107,21 @@ func (r *Reconciler) ensureSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 		Type: corev1.SecretTypeOpaque,
 		Data: map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))},
 	}
-	if err := controllerutil.SetControllerReference(vc, &s, r.Scheme()); err != nil {
+	if err := controllerutil.SetControllerReference(vc, s, r.Scheme()); err != nil {
 		return nil, err
 	}
-	if err := r.Create(ctx, &s); err != nil && !isAlreadyExists(err) {
+	err := r.Create(ctx, s)
+	if isAlreadyExists(err) {
+		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+			return nil, fmt.Errorf("get Secret %s: %w", name, err)
+		}
+		return s, nil
+	}
+	if err != nil {
 		return nil, fmt.Errorf("create Secret %s: %w", name, err)
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
-	return ref, nil
+	return s, nil
 }
 
 // notOwnedSecret refuses a Secret <cluster>-auth controlled by something other than vc
@@ -128,15 +156,8 @@ func (r *Reconciler) ownedNodes(ctx context.Context, vc *valkeyv1.ValkeyCluster)
 	return n, nil
 }
 
-// password reads the password from the Secret (directly: no Secret is cached or watched).
-func (r *Reconciler) password(ctx context.Context, ns string, ref *valkeyv1.SecretKeyRef) (string, error) {
-	var s corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, &s); err != nil {
-		if isNotFound(err) {
-			return "", &passwordError{valkeyv1.ReasonPasswordSecretMissing, fmt.Sprintf("password Secret %s does not exist", ref.Name)}
-		}
-		return "", fmt.Errorf("get password Secret %s: %w", ref.Name, err)
-	}
+// passwordIn is the password in the Secret s under ref's key.
+func passwordIn(s *corev1.Secret, ref *valkeyv1.SecretKeyRef) (string, error) {
 	pw, ok := s.Data[ref.Key]
 	if !ok || len(pw) == 0 {
 		return "", &passwordError{valkeyv1.ReasonPasswordKeyMissing, fmt.Sprintf("password Secret %s has no value under key %q", ref.Name, ref.Key)}

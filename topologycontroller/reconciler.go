@@ -28,6 +28,8 @@ type Reconciler struct {
 	Status    status.Applier
 
 	stalls stallBook
+	// converging counts the rounds in a row that found Valkey still converging.
+	converging convergeBook
 	// failovers are the failovers under way or backing off (see failover).
 	failovers *failoverTries
 }
@@ -44,6 +46,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	if !vc.DeletionTimestamp.IsZero() {
 		// The outside-cluster reconciler reports Drained=True ClusterDeleting on the nodes.
+		r.converging.forget(vc.UID)
 		return ctrl.Result{}, nil
 	}
 	res, err := r.reconcileNormal(ctx, &vc)
@@ -86,6 +89,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
+	r.lookAgainWhileConverging(st)
 	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err

@@ -195,12 +195,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 }
 
 // nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and
-// deletion, a spec change, the start of deletion, the workload's conditions, and a new pod IP.
+// deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
+// reads (see workloadGateChanged), and a new pod IP.
 func nodeChanged() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		status.DeletionChanged(),
-		status.ConditionChanged(valkeyv1.ConditionWorkloadReady, valkeyv1.ConditionRollPending),
+		status.ConditionChanged(valkeyv1.ConditionRollPending),
+		workloadGateChanged(),
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
 			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)

@@ -144,8 +144,9 @@ const (
 	// Settled when False).
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
-	// ClusterStateFail, PrimaryRollingWithoutReplica) or some nodes are on lost Kubernetes
-	// nodes (NodesLost); Healthy when False.
+	// SlotsUnassigned: slots lost after every slot was assigned, ClusterStateFail,
+	// PrimaryRollingWithoutReplica) or some nodes are on lost Kubernetes nodes (NodesLost);
+	// when False: Healthy, or Forming until every slot is first assigned.
 	ConditionDegraded = "Degraded"
 	// ConditionSlotsAssigned is True when some primary owns every slot (AllSlotsAssigned;
 	// SlotsUnassigned when False).

@@ -1,0 +1,92 @@
+package topologycontroller
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/types"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// While Valkey converges on its own (a replica syncing with its primary, gossip spreading
+// a MEET or new slot owners), nothing in Kubernetes changes to wake the controller: it looks
+// again after convergeFirst, then after twice as long each round in a row, at most
+// convergeMax (and never later than resync-period). Only a converged cluster waits
+// resync-period.
+const (
+	convergeFirst = short
+	convergeMax   = 2 * time.Second
+)
+
+// convergeBook counts, per ValkeyCluster, the rounds in a row that found Valkey still
+// converging; a converged round forgets the cluster. Like stallBook it is kept in memory
+// only: a restart starts again at convergeFirst.
+type convergeBook struct {
+	mu     sync.Mutex
+	rounds map[types.UID]int
+}
+
+// next records one more converging round of uid and returns how soon to look again.
+func (b *convergeBook) next(uid types.UID, limit time.Duration) time.Duration {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.rounds == nil {
+		b.rounds = map[types.UID]int{}
+	}
+	d := convergeFirst << min(b.rounds[uid], 8)
+	b.rounds[uid]++
+	return min(d, convergeMax, limit)
+}
+
+// forget drops uid: its cluster converged or is gone.
+func (b *convergeBook) forget(uid types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.rounds, uid)
+}
+
+// lookAgainWhileConverging keeps the round from settling while Valkey is still converging
+// (see convergingIn): it is reported in Progressing and looked at again soon.
+func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
+	why := convergingIn(st)
+	if len(why) == 0 {
+		r.converging.forget(st.cluster.UID)
+		return
+	}
+	msg := "waiting for Valkey to converge: " + why[0]
+	if len(why) > 1 {
+		msg += fmt.Sprintf(" (and %d more)", len(why)-1)
+	}
+	st.wait(msg, r.converging.next(st.cluster.UID, r.Options.ResyncPeriod))
+}
+
+// convergingIn describes what Valkey has yet to settle by itself this round: a wanted node
+// whose pod is ready but that is not ClusterJoined yet (meeting the cluster, a replica
+// whose link to its primary is not up, a server not answering yet; not one kept out because
+// its keys exist nowhere else), and, once every slot is assigned, a member that does not
+// report cluster_state ok yet (the slots' owners are still spreading by gossip). Nodes whose pods are not ready are not listed: their
+// WorkloadReady wakes the controller.
+func convergingIn(st *clusterState) []string {
+	var why []string
+	for _, n := range st.nodes {
+		if st.members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+			continue
+		}
+		// A node kept out because its keys exist nowhere else waits for the user, not for
+		// Valkey (flushIfHeldElsewhere looks again at its own pace).
+		if o := st.out[n.Name]; o != nil && !st.joined(n) && o.joined.Reason != valkeyv1.ReasonKeysNotElsewhere {
+			why = append(why, n.Name+": "+o.joined.Message)
+		}
+	}
+	if assignedSlots(st) != TotalSlots {
+		return why
+	}
+	for _, m := range st.sortedMembers() {
+		if st.inCluster(m) && m.state != "ok" {
+			why = append(why, fmt.Sprintf("%s reports cluster_state %s", m.node.Name, m.state))
+		}
+	}
+	return why
+}
