@@ -141,6 +141,9 @@ func Render(p Params) (string, error) {
 	defaults := []Directive{
 		// A backlog that covers a replica's restart lets it resync partially.
 		{"repl-backlog-size", []string{"64mb"}},
+		// A shard's replicas are few and attach one at a time: a full sync starts at
+		// once instead of waiting 5 s for more replicas to share it.
+		{"repl-diskless-sync-delay", []string{"0"}},
 	}
 	overridden := map[string]bool{}
 	for _, d := range user {

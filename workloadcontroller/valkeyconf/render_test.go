@@ -78,6 +78,7 @@ func TestRenderPersistence(t *testing.T) {
 			"dir": "/data", "cluster-config-file": "/data/nodes.conf", "cluster-enabled": "yes",
 			"save": "", "appendonly": "no", "shutdown-on-sigterm": "default", "port": "6379",
 			"cluster-port": "16379", "protected-mode": "no", "bind": "* -::*", "repl-backlog-size": "64mb",
+			"repl-diskless-sync-delay": "0",
 		},
 		absent: []string{"appendfsync"},
 	}, {
