@@ -2,7 +2,9 @@ package topologycontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +26,11 @@ func desiredNodeSpec(vc *valkeyv1.ValkeyCluster, shard, replica int32, ref *valk
 func wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
 	return shard < vc.Spec.Shards && replica <= vc.Spec.Replicas
 }
+
+// fanOutParallelism bounds the ValkeyNodes created or updated at once by one reconcile: a
+// cluster of hundreds of nodes is fanned out at the API server's pace, not one round trip
+// after another.
+const fanOutParallelism = 8
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
 // to date. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
@@ -47,53 +54,110 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 		existing[n.Name] = n
 		nodes = append(nodes, n)
 	}
+	var create []*valkeyv1.ValkeyNode
+	var update []specUpdate
 	for shard := int32(0); shard < vc.Spec.Shards; shard++ {
 		for replica := int32(0); replica <= vc.Spec.Replicas; replica++ {
 			name := valkeyv1.NodeName(vc.Name, shard, replica)
 			spec := desiredNodeSpec(vc, shard, replica, ref)
 			n, ok := existing[name]
-			if !ok && foreign[name] != nil {
+			switch {
+			case !ok && foreign[name] != nil:
 				waiting = append(waiting, notOursYet(foreign[name]))
-				continue
-			}
-			if !ok {
+			case !ok:
 				n = &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace}, Spec: spec}
 				n.Labels = valkeyv1.NodeLabels(n)
 				if err := controllerutil.SetControllerReference(vc, n, r.Scheme()); err != nil {
 					return nil, nil, err
 				}
-				if err := r.Create(ctx, n); err != nil {
-					if isAlreadyExists(err) {
-						continue // not ours or not in the cache yet: the next reconcile sees it
-					}
-					return nil, nil, fmt.Errorf("create ValkeyNode %s: %w", name, err)
-				}
-				nodes = append(nodes, n)
-				continue
+				create = append(create, n)
+			case n.DeletionTimestamp.IsZero() && !nodeUpToDate(n, spec):
+				update = append(update, specUpdate{n, spec})
 			}
-			if !n.DeletionTimestamp.IsZero() {
-				continue
-			}
-			labels := valkeyv1.NodeLabels(&valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: spec})
-			if equality.Semantic.DeepEqual(n.Spec, spec) && hasLabels(n.Labels, labels) {
-				continue
-			}
-			upd := n.DeepCopy()
-			upd.Spec = spec
-			if upd.Labels == nil {
-				upd.Labels = map[string]string{}
-			}
-			for k, v := range labels {
-				upd.Labels[k] = v
-			}
-			if err := r.Update(ctx, upd); err != nil {
-				return nil, nil, fmt.Errorf("update ValkeyNode %s: %w", name, err)
-			}
-			*n = *upd
 		}
+	}
+	created, err := r.createNodes(ctx, create)
+	nodes = append(nodes, created...)
+	err = errors.Join(err, r.updateNodes(ctx, update))
+	if err != nil {
+		return nil, nil, err
 	}
 	sortNodes(nodes)
 	return nodes, waiting, nil
+}
+
+// nodeUpToDate tells whether node n has the desired spec and labels.
+func nodeUpToDate(n *valkeyv1.ValkeyNode, spec valkeyv1.ValkeyNodeSpec) bool {
+	labels := valkeyv1.NodeLabels(&valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: spec})
+	return equality.Semantic.DeepEqual(n.Spec, spec) && hasLabels(n.Labels, labels)
+}
+
+// createNodes creates the given ValkeyNodes, fanOutParallelism at once, and returns those
+// created. One that already exists is skipped: it is not ours, or not in the cache yet, and
+// the next reconcile sees it.
+func (r *Reconciler) createNodes(ctx context.Context, create []*valkeyv1.ValkeyNode) ([]*valkeyv1.ValkeyNode, error) {
+	done := make([]bool, len(create))
+	err := inParallel(len(create), func(i int) error {
+		if err := r.Create(ctx, create[i]); err != nil {
+			if isAlreadyExists(err) {
+				return nil
+			}
+			return fmt.Errorf("create ValkeyNode %s: %w", create[i].Name, err)
+		}
+		done[i] = true
+		return nil
+	})
+	var created []*valkeyv1.ValkeyNode
+	for i, n := range create {
+		if done[i] {
+			created = append(created, n)
+		}
+	}
+	return created, err
+}
+
+// specUpdate is an existing ValkeyNode and its desired spec.
+type specUpdate struct {
+	node *valkeyv1.ValkeyNode
+	spec valkeyv1.ValkeyNodeSpec
+}
+
+// updateNodes brings the spec and labels of the given ValkeyNodes up to date,
+// fanOutParallelism at once; each node is changed in place.
+func (r *Reconciler) updateNodes(ctx context.Context, update []specUpdate) error {
+	return inParallel(len(update), func(i int) error {
+		n := update[i].node
+		upd := n.DeepCopy()
+		upd.Spec = update[i].spec
+		if upd.Labels == nil {
+			upd.Labels = map[string]string{}
+		}
+		for k, v := range valkeyv1.NodeLabels(upd) {
+			upd.Labels[k] = v
+		}
+		if err := r.Update(ctx, upd); err != nil {
+			return fmt.Errorf("update ValkeyNode %s: %w", n.Name, err)
+		}
+		*n = *upd
+		return nil
+	})
+}
+
+// inParallel runs do(0) … do(n-1), fanOutParallelism at once, and joins their errors.
+func inParallel(n int, do func(i int) error) error {
+	errs := make([]error, n)
+	slots := make(chan struct{}, fanOutParallelism)
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		slots <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			errs[i] = do(i)
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // notOursYet says why a node of the cluster is not created yet: a ValkeyNode of that name

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -35,10 +36,29 @@ type Options struct {
 	// install without cluster-wide rights (deploy/namespaced). Claims are then created as
 	// asked without checking their class, and the API server decides on expansion.
 	IgnoreStorageClasses bool `mapstructure:"ignore-storage-classes"`
+	// MaxConcurrentReconciles is the number of ValkeyNodes reconciled at once.
+	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
 }
 
-// Validate checks the settings (every combination is valid).
-func (Options) Validate() error { return nil }
+// DefaultOptions are the settings used for zero values.
+func DefaultOptions() Options {
+	return Options{MaxConcurrentReconciles: 8}
+}
+
+// Validate checks the settings.
+func (o Options) Validate() error {
+	if o.MaxConcurrentReconciles < 0 {
+		return fmt.Errorf("max-concurrent-reconciles must not be negative, not %d", o.MaxConcurrentReconciles)
+	}
+	return nil
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = DefaultOptions().MaxConcurrentReconciles
+	}
+	return o
+}
 
 // CacheOptions are the label filters of the controller's caches: only claims the operator
 // made (app.kubernetes.io/managed-by=valkey-operator) are cached.
@@ -53,6 +73,10 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // SetupWithManager registers the controller with mgr. The manager's cache must use
 // CacheOptions.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
+	if err := opts.Validate(); err != nil {
+		return err
+	}
+	opts = opts.withDefaults()
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -70,6 +94,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("volume").
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged)).
 		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode))
 	if !opts.IgnoreStorageClasses {

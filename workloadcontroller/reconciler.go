@@ -187,7 +187,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 }
 
 // create makes the node's ConfigMap and workload once its volume is ready. It returns
-// WorkloadReady and RollPending: initial creation is not a roll.
+// WorkloadReady and RollPending: initial creation is not a roll, and the workload created
+// reports what the next reconcile finds (its own events bring no second status write).
 func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired, volumeOK bool) (ready, roll metav1.Condition, err error) {
 	roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "no workload yet")
 	if !volumeOK {
@@ -200,7 +201,7 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 	}
 	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventWorkloadCreated, "Create",
 		"created %s %s with template %s", want.kind, valkeyv1.WorkloadName(node.Name), want.hash)
-	return podReadiness(cur.pod, want.hash), roll, nil
+	return podReadiness(cur.pod, want.hash), upToDate(cur.workload(), want.hash), nil
 }
 
 // invalidConfig reports a refused config and leaves everything that runs untouched.

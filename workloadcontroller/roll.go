@@ -89,8 +89,13 @@ func (r *Reconciler) keepUpToDate(ctx context.Context, node *valkeyv1.ValkeyNode
 		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollCompleted, "Roll",
 			"pod %s runs template %s and is Ready", cur.pod.Name, want.hash)
 	}
+	return upToDate(wl, want.hash), nil
+}
+
+// upToDate is RollPending=False for a workload that has the desired template.
+func upToDate(wl *workload, hash string) metav1.Condition {
 	return status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate,
-		fmt.Sprintf("%s %s runs the desired template %s", wl.kind, wl.name, want.hash)), nil
+		fmt.Sprintf("%s %s runs the desired template %s", wl.kind, wl.name, hash))
 }
 
 // podRuns tells whether pod runs the template with the given hash and is Ready.

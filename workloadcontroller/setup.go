@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -44,11 +45,13 @@ type Options struct {
 	// for an install without cluster-wide rights. WorkloadReady then cannot say that a pod
 	// is not ready because its Kubernetes node is lost (reason NodeNotReady).
 	IgnoreNodes bool `mapstructure:"ignore-nodes"`
+	// MaxConcurrentReconciles is the number of ValkeyNodes reconciled at once.
+	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
 }
 
 // DefaultOptions are the settings used for zero values.
 func DefaultOptions() Options {
-	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID}
+	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID, MaxConcurrentReconciles: 8}
 }
 
 // Validate checks the settings.
@@ -58,6 +61,9 @@ func (o Options) Validate() error {
 	}
 	if o.RunAsUser < 0 {
 		return fmt.Errorf("run-as-user must not be negative, not %d", o.RunAsUser)
+	}
+	if o.MaxConcurrentReconciles < 0 {
+		return fmt.Errorf("max-concurrent-reconciles must not be negative, not %d", o.MaxConcurrentReconciles)
 	}
 	return nil
 }
@@ -69,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.RunAsUser == 0 {
 		o.RunAsUser = d.RunAsUser
+	}
+	if o.MaxConcurrentReconciles == 0 {
+		o.MaxConcurrentReconciles = d.MaxConcurrentReconciles
 	}
 	return o
 }
@@ -127,15 +136,17 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}); err != nil {
 		return fmt.Errorf("index pods by node: %w", err)
 	}
+	opts = opts.withDefaults()
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
 		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerWorkload),
-		Options:   opts.withDefaults(),
+		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerWorkload),
 	}
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("workload").
+		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodePredicate())).
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).

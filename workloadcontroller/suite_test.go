@@ -43,6 +43,7 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
+	env.Config.WrapTransport = workloadApplies.wrap
 	mgr, err := env.NewManager(workloadcontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	Expect(workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{StartImage: "valkey.local/workload-controller:dev"})).To(Succeed())

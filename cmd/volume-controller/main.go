@@ -13,6 +13,7 @@ func main() {
 	fs := pflag.NewFlagSet(volumecontroller.Name, pflag.ContinueOnError)
 	options.Flags(fs)
 	fs.Bool("ignore-storage-classes", false, "neither read nor watch StorageClasses (an install without cluster-wide rights): claims are created without checking their class")
+	fs.Int("max-concurrent-reconciles", volumecontroller.DefaultOptions().MaxConcurrentReconciles, "ValkeyNodes reconciled at once")
 	var s options.Settings[volumecontroller.Options]
 	options.Main(volumecontroller.Name, fs, &s, func() error {
 		return options.Start(volumecontroller.Name, s.Manager, volumecontroller.CacheOptions(), func(mgr ctrl.Manager) error {

@@ -23,6 +23,7 @@ func main() {
 		" that the Valkey pods copy (this controller's own image when empty)")
 	fs.Bool("ignore-nodes", false, "neither read nor watch Kubernetes nodes (an install without cluster-wide rights): "+
 		"a pod on a lost node is reported not ready without saying why")
+	fs.Int("max-concurrent-reconciles", def.MaxConcurrentReconciles, "ValkeyNodes reconciled at once")
 	var s options.Settings[workloadcontroller.Options]
 	options.Main(workloadcontroller.Name, fs, &s, func() error {
 		return options.Start(workloadcontroller.Name, s.Manager, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {

@@ -3,7 +3,8 @@
 // controller owns all of a ValkeyCluster's status. A share is written by server-side apply
 // with the controller's own field manager, as a typed apply configuration that holds only
 // that share: whatever the share leaves out is removed, and what other managers own is never
-// touched. A share that already matches the object as last read is not written again.
+// touched. A share is not written again when it is what the controller last wrote there, or,
+// for an object it has not written since it started, when the object as last read shows it.
 package status
 
 import (
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -29,35 +31,47 @@ type Applier struct {
 }
 
 // NewApplier returns the Applier of a controller. It remembers what it last wrote to each
-// object, so that a status that matches a cache not yet updated with that write is still
-// written: an Applier without this memory trusts the cache alone.
+// object, so that neither a cache not yet updated with that write nor the controller's own
+// events bring the same write again, and a status that matches such a cache by chance is
+// still written: an Applier without this memory trusts the cache alone.
 func NewApplier(c client.Client, fieldManager string) Applier {
 	return Applier{Client: c, FieldManager: fieldManager, written: newWritten()}
 }
 
-// ApplyNode writes share as the manager's part of n's status, unless n (as last read)
-// already shows it for n's generation and it is what this Applier last wrote there.
+// ApplyNode writes share as the manager's part of n's status, unless it is what this
+// Applier last wrote there for n's generation, or, when it wrote nothing there since it
+// started, n (as last read) already shows it.
 func (a Applier) ApplyNode(ctx context.Context, n *valkeyv1.ValkeyNode, share NodeShare) error {
 	want := share.nodeStatus()
 	fp := fingerprint(n.Generation, want)
-	if UnchangedNode(n, share) && a.written.matches(n.UID, fp) {
+	if a.unchanged(n.UID, fp, func() bool { return UnchangedNode(n, share) }) {
 		return nil
 	}
 	want.Conditions = stamp(n.Status.Conditions, want.Conditions, n.Generation, a.now())
 	return a.apply(ctx, n, fp, newApplyConfig("ValkeyNode", n, want))
 }
 
-// ApplyCluster writes st as vc's status (the topology controller owns all of it), unless vc
-// (as last read) already shows it for vc's generation and it is what this Applier last
-// wrote there. st.ObservedGeneration is set here.
+// ApplyCluster writes st as vc's status (the topology controller owns all of it), unless it
+// is what this Applier last wrote there for vc's generation, or, when it wrote nothing there
+// since it started, vc (as last read) already shows it. st.ObservedGeneration is set here.
 func (a Applier) ApplyCluster(ctx context.Context, vc *valkeyv1.ValkeyCluster, st valkeyv1.ValkeyClusterStatus) error {
 	st.ObservedGeneration = vc.Generation
 	fp := fingerprint(vc.Generation, st)
-	if UnchangedCluster(vc, st) && a.written.matches(vc.UID, fp) {
+	if a.unchanged(vc.UID, fp, func() bool { return UnchangedCluster(vc, st) }) {
 		return nil
 	}
 	st.Conditions = stamp(vc.Status.Conditions, st.Conditions, vc.Generation, a.now())
 	return a.apply(ctx, vc, fp, newApplyConfig("ValkeyCluster", vc, clusterStatusOf(st)))
+}
+
+// unchanged tells whether the share of fingerprint fp needs no write to the object uid:
+// what this Applier remembers having written there decides; without such a memory, shown
+// tells whether the object as last read shows the share.
+func (a Applier) unchanged(uid types.UID, fp uint64, shown func() bool) bool {
+	if remembered, same := a.written.recall(uid, fp); remembered {
+		return same
+	}
+	return shown()
 }
 
 func (a Applier) apply(ctx context.Context, obj client.Object, fp uint64, ac *applyConfig) error {

@@ -176,7 +176,7 @@ func startAPI(t *testing.T) (context.Context, client.Client) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = env.Stop() })
-	c, err := client.New(env.Config, client.Options{Scheme: scheme.Scheme})
+	c, err := client.NewWithWatch(env.Config, client.Options{Scheme: scheme.Scheme})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,8 +13,11 @@ import (
 const maxWritten = 100_000
 
 // written remembers, per object UID, a fingerprint of the status share last written. A
-// cache lags the writes it will show: a status read back unchanged from the cache is only
-// trusted when it is also what was last written (or nothing was written since start).
+// cache lags the writes it will show, so a remembered share decides alone: the same share
+// is not written again (this field manager is the only writer of its share, and its last
+// write succeeded), a different one is written whatever the cache shows. Only an object
+// this Applier has not written since it started (or since it forgot it) is judged by the
+// cache: the share it shows was written by this field manager in an earlier process.
 type written struct {
 	mu   sync.Mutex
 	last map[types.UID]uint64
@@ -22,15 +25,15 @@ type written struct {
 
 func newWritten() *written { return &written{last: map[types.UID]uint64{}} }
 
-// matches tells whether fp is what was last written to uid, or nothing was remembered.
-func (w *written) matches(uid types.UID, fp uint64) bool {
+// recall tells whether something was remembered for uid, and whether it was fp.
+func (w *written) recall(uid types.UID, fp uint64) (remembered, same bool) {
 	if w == nil {
-		return true
+		return false, false
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	last, ok := w.last[uid]
-	return !ok || last == fp
+	return ok, ok && last == fp
 }
 
 func (w *written) remember(uid types.UID, fp uint64) {

@@ -106,7 +106,7 @@ func (e *Environment) Client() (client.WithWatch, error) {
 }
 
 // NewManager is a manager like a controller binary's, with that controller's cache filters
-// (byObject), but no metrics endpoint, health probes or leader election. Several may be
+// (byObject) and no managedFields in its caches, but no metrics endpoint, health probes or leader election. Several may be
 // made in one process (a suite that stops and restarts its controller).
 func (e *Environment) NewManager(byObject map[client.Object]cache.ByObject) (ctrl.Manager, error) {
 	s, err := Scheme()
@@ -117,7 +117,7 @@ func (e *Environment) NewManager(byObject map[client.Object]cache.ByObject) (ctr
 		Scheme:                 s,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
-		Cache:                  cache.Options{ByObject: byObject},
+		Cache:                  cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
 }

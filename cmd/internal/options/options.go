@@ -41,7 +41,19 @@ type Manager struct {
 	WatchNamespace          string `mapstructure:"watch-namespace"`
 	LogLevel                string `mapstructure:"log-level"`
 	LogDevelopment          bool   `mapstructure:"log-development"`
+	// KubeAPIQPS and KubeAPIBurst are the client's rate to the API server, whatever the
+	// configuration source (in-cluster or kubeconfig); a QPS of -1 sets no client-side
+	// limit and leaves it to the API server's priority and fairness.
+	KubeAPIQPS   float32 `mapstructure:"kube-api-qps"`
+	KubeAPIBurst int     `mapstructure:"kube-api-burst"`
 }
+
+// Default client rate to the API server: enough for the fan-out of a cluster of a thousand
+// nodes at the API server's pace, while a controller stuck in a loop stays bounded.
+const (
+	DefaultKubeAPIQPS   = 200
+	DefaultKubeAPIBurst = 400
+)
 
 // Flags registers the shared settings on fs.
 func Flags(fs *pflag.FlagSet) {
@@ -54,6 +66,8 @@ func Flags(fs *pflag.FlagSet) {
 	fs.String("watch-namespace", "", "only watch this namespace (all namespaces when empty)")
 	fs.String("log-level", "info", "log level: debug, info or error")
 	fs.Bool("log-development", false, "human-readable development logs instead of JSON")
+	fs.Float32("kube-api-qps", DefaultKubeAPIQPS, "requests per second to the API server (in-cluster or --kubeconfig alike); -1 for no client-side limit")
+	fs.Int("kube-api-burst", DefaultKubeAPIBurst, "requests to the API server allowed at once above --kube-api-qps")
 }
 
 // Load parses args into fs, binds the flags, environment and config file to viper, and
@@ -95,6 +109,12 @@ func (m Manager) Validate() error {
 	if m.HealthProbeBindAddress == "" {
 		return errors.New("health-probe-bind-address must not be empty")
 	}
+	if m.KubeAPIQPS <= 0 && m.KubeAPIQPS != -1 {
+		return fmt.Errorf("kube-api-qps must be positive, or -1 for no client-side limit, not %v", m.KubeAPIQPS)
+	}
+	if m.KubeAPIQPS > 0 && m.KubeAPIBurst < 1 {
+		return fmt.Errorf("kube-api-burst must be at least 1, not %d", m.KubeAPIBurst)
+	}
 	return nil
 }
 
@@ -118,7 +138,7 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(m.LogDevelopment), zap.Level(level)))
 
-	var cfg, err = loadRestConfig(m.Kubeconfig)
+	cfg, err := m.restConfig()
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +150,7 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 		LeaderElectionID:              name + ".valkey.io",
 		LeaderElectionNamespace:       m.LeaderElectionNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cache.Options{ByObject: byObject},
+		Cache:                         CacheOptions(byObject),
 	}
 	if m.WatchNamespace != "" {
 		opts.Cache.DefaultNamespaces = map[string]cache.Config{m.WatchNamespace: {}}
@@ -151,6 +171,24 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 		return nil, err
 	}
 	return mgr, nil
+}
+
+// CacheOptions are the cache settings of every controller: the given per-type filters, and
+// no managedFields in any cached object (no controller reads them: server-side apply
+// computes ownership on the API server). A per-type Transform replaces this default.
+func CacheOptions(byObject map[client.Object]cache.ByObject) cache.Options {
+	return cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()}
+}
+
+// restConfig loads the client configuration (in-cluster, $KUBECONFIG or --kubeconfig) and
+// sets the client's rate on it, whichever source it came from.
+func (m Manager) restConfig() (*rest.Config, error) {
+	cfg, err := loadRestConfig(m.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	cfg.QPS, cfg.Burst = m.KubeAPIQPS, m.KubeAPIBurst
+	return cfg, nil
 }
 
 func loadRestConfig(kubeconfig string) (*rest.Config, error) {

@@ -1,0 +1,77 @@
+package status_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// countApplies wraps c so that every status apply sent to the API server is counted.
+func countApplies(c client.Client, n *atomic.Int32) client.Client {
+	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+			n.Add(1)
+			return c.SubResource(sub).Apply(ctx, obj, opts...)
+		},
+	})
+}
+
+// A share written once is not written again while the cache still shows the object as it
+// was before that write (the controller's own events bring it back before its cache shows
+// the write), nor by an Applier that starts (a restarted controller) and reads the object
+// showing it. A different share is written whatever the read shows.
+func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
+	ctx, c := startAPI(t)
+	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	must(t, c.Create(ctx, node))
+	var applies atomic.Int32
+	counted := countApplies(c, &applies)
+	read := func() *v1.ValkeyNode {
+		t.Helper()
+		n := &v1.ValkeyNode{}
+		must(t, c.Get(ctx, client.ObjectKeyFromObject(node), n))
+		return n
+	}
+	creating := status.WorkloadShare{Conditions: []metav1.Condition{
+		status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonCreating, "waiting for the workload to create the pod"),
+		status.Condition(v1.ConditionRollPending, false, v1.ReasonUpToDate, "no workload yet"),
+	}}
+	waiting := status.WorkloadShare{Conditions: []metav1.Condition{
+		status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonWaitingForVolume, "waiting"),
+		status.Condition(v1.ConditionRollPending, false, v1.ReasonUpToDate, "no workload yet"),
+	}}
+	expect := func(want int32, what string) {
+		t.Helper()
+		if got := applies.Load(); got != want {
+			t.Fatalf("%s: %d status applies, want %d", what, got, want)
+		}
+	}
+
+	a := status.NewApplier(counted, v1.FieldManagerWorkload)
+	stale := read()
+	must(t, a.ApplyNode(ctx, stale, creating))
+	must(t, a.ApplyNode(ctx, stale, creating))
+	must(t, a.ApplyNode(ctx, stale, creating))
+	expect(1, "the same share judged against a read taken before it was written")
+
+	restarted := status.NewApplier(counted, v1.FieldManagerWorkload)
+	must(t, restarted.ApplyNode(ctx, read(), creating))
+	expect(1, "a restarted Applier, the object showing the share")
+
+	// The stale read shows no share at all: a different share is written, and so is the
+	// first one again after it.
+	must(t, restarted.ApplyNode(ctx, stale, waiting))
+	must(t, restarted.ApplyNode(ctx, read(), creating))
+	expect(3, "a different share, then the first one again")
+	if got := status.Get(read().Status.Conditions, v1.ConditionWorkloadReady); got == nil || got.Reason != v1.ReasonCreating {
+		t.Fatalf("WorkloadReady %+v, want Creating", got)
+	}
+}

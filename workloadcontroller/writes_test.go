@@ -1,0 +1,119 @@
+package workloadcontroller_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+	"valkey.io/operator/workloadcontroller"
+)
+
+// statusApplies counts, per namespace, the ValkeyNode status applies the workload
+// controller sends to the API server (PATCH .../valkeynodes/NAME/status with its field
+// manager), seen at the HTTP transport of the controller's client.
+type statusApplies struct {
+	mu    sync.Mutex
+	count map[string]int
+}
+
+var workloadApplies = &statusApplies{count: map[string]int{}}
+
+// wrap is a rest.Config WrapTransport that counts.
+func (s *statusApplies) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		p := strings.Split(req.URL.Path, "/")
+		// /apis/valkey.io/v1alpha1/namespaces/NS/valkeynodes/NAME/status
+		if req.Method == http.MethodPatch && len(p) == 9 && p[6] == "valkeynodes" && p[8] == "status" &&
+			req.URL.Query().Get("fieldManager") == valkeyv1.FieldManagerWorkload {
+			s.mu.Lock()
+			s.count[p[5]]++
+			s.mu.Unlock()
+		}
+		return rt.RoundTrip(req)
+	})
+}
+
+// in returns the count of a namespace.
+func (s *statusApplies) in(ns string) func() int {
+	return func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.count[ns]
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+var _ = Describe("Status writes", func() {
+	It("during a fan-out apply each node's status once per change: waiting for its volume, then creating", func(ctx context.Context) {
+		const nodes = 40
+		ns := newNamespace(ctx)
+		created := make([]*valkeyv1.ValkeyNode, nodes)
+		for i := range created {
+			created[i] = createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) {
+				n.Name = fmt.Sprintf("c-%d-0", i)
+				n.Spec.ClusterName = "c"
+				n.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+			})
+		}
+		for _, n := range created {
+			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
+		}
+		for _, n := range created {
+			cur := getNode(ctx, n)
+			Expect(status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}.ApplyNode(ctx, cur,
+				status.VolumeShare{Conditions: []metav1.Condition{
+					status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonWaitingForFirstConsumer, "played by the test"),
+				}})).To(Succeed())
+		}
+		for _, n := range created {
+			waitStatefulSet(ctx, n)
+			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/Creating"))
+		}
+		// The controller's own ConfigMap and StatefulSet events come back after both are
+		// written; none of them changes the status.
+		Consistently(workloadApplies.in(ns)).Should(BeNumerically("<=", 2*nodes))
+		GinkgoWriter.Printf("workload status applies: %d for %d nodes\n", workloadApplies.in(ns)(), nodes)
+	})
+
+	It("from a restarted controller are none for settled nodes", func(ctx context.Context) {
+		const nodes = 20
+		ns := newNamespace(ctx)
+		created := make([]*valkeyv1.ValkeyNode, nodes)
+		for i := range created {
+			created[i] = createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) {
+				n.Name = fmt.Sprintf("c-%d-0", i)
+				n.Spec.ClusterName = "c"
+			})
+		}
+		for _, n := range created {
+			waitStatefulSet(ctx, n)
+			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/Creating"))
+		}
+		Consistently(workloadApplies.in(ns)).Should(Equal(nodes))
+
+		By("a second controller starts with an empty memory and reconciles every node")
+		mgr, err := env.NewManager(workloadcontroller.CacheOptions())
+		Expect(err).NotTo(HaveOccurred())
+		Expect(workloadcontroller.SetupWithManager(mgr, workloadcontroller.Options{StartImage: "valkey.local/workload-controller:dev"})).To(Succeed())
+		mctx, stop := context.WithCancel(ctx)
+		DeferCleanup(stop)
+		go func() {
+			defer GinkgoRecover()
+			Expect(mgr.Start(mctx)).To(Succeed())
+		}()
+		Eventually(func() bool { return mgr.GetCache().WaitForCacheSync(ctx) }).Should(BeTrue())
+		Consistently(workloadApplies.in(ns), "2s").Should(Equal(nodes))
+	})
+})
