@@ -1,0 +1,111 @@
+package e2e
+
+import (
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/partition"
+)
+
+var _ = Describe("The topology controller sharded across three replicas", Label("sharding"), func() {
+	It("hands a killed replica's clusters over: every cluster Ready, never two approvals at once in a cluster", func() {
+		Expect(topologyPods()).To(HaveLen(3), "deploy/local runs three topology controllers")
+		Eventually(partitionHolders).WithTimeout(time.Minute).Should(HaveEach(Not(BeEmpty())), "every partition held")
+		ns := newNamespace("sharding")
+		rec := recordNamespaceApprovals(ns)
+
+		By("12 clusters created; the replica holding the most partitions is killed meanwhile")
+		var clusters []*v1.ValkeyCluster
+		for i := range 12 {
+			replicas := int32(0)
+			if i >= 8 {
+				replicas = 1 // rolled below: a replica and a primary to approve in turn
+			}
+			clusters = append(clusters, newCluster(ns, fmt.Sprintf("c%02d", i), 1, replicas, nil))
+		}
+		victim, held := busiestReplica()
+		out, err := kubectl("-n", operatorNamespace, "delete", "pod", victim, "--grace-period=0", "--force", "--wait=false")
+		Expect(err).NotTo(HaveOccurred(), out)
+		killed := time.Now()
+
+		By("two clusters scaled to two shards while the partitions move")
+		for _, c := range clusters[:2] {
+			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+		}
+		Eventually(func(g Gomega) {
+			now := partitionHolders()
+			for _, lease := range held {
+				g.Expect(now[lease]).NotTo(Or(BeEmpty(), Equal(victim)), "%s handed over", lease)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		GinkgoWriter.Printf("sharding: %s held %v; all handed over %s after it was killed\n", victim, held, time.Since(killed).Round(time.Second))
+		for _, c := range clusters {
+			waitReady(c, 4*time.Minute)
+		}
+
+		By("the clusters with a replica roll for a config change, one node at a time each")
+		for _, c := range clusters[8:] {
+			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"} })
+		}
+		for _, c := range clusters[8:] {
+			Eventually(func() int { return rec.approvedIn(c.Name) }).WithTimeout(3*time.Minute).WithPolling(time.Second).
+				Should(BeNumerically(">=", 2), "%s: both nodes approved", c.Name)
+			waitReady(c, 3*time.Minute)
+		}
+		approved, most := rec.stop()
+		GinkgoWriter.Printf("sharding: approvals per cluster %v, most at once %v\n", approved, most)
+		for _, c := range clusters {
+			Expect(most[c.Name]).To(BeNumerically("<=", 1), "%s: never two nodes approved at once", c.Name)
+		}
+	})
+})
+
+// topologyPods are the running topology controller pods.
+func topologyPods() []corev1.Pod {
+	var list corev1.PodList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": "topology-controller"})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// partitionHolders maps each partition Lease of the topology controller to its holder.
+func partitionHolders() map[string]string {
+	var list coordinationv1.LeaseList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{partition.LabelSet: "topology-controller", partition.LabelRole: partition.RolePartition})).To(Succeed())
+	out := map[string]string{}
+	for _, l := range list.Items {
+		out[l.Name] = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	return out
+}
+
+// busiestReplica is the topology controller pod holding the most partitions, and their Leases.
+func busiestReplica() (string, []string) {
+	by := map[string][]string{}
+	for lease, holder := range partitionHolders() {
+		by[holder] = append(by[holder], lease)
+	}
+	best := ""
+	for _, p := range topologyPods() {
+		if len(by[p.Name]) > len(by[best]) {
+			best = p.Name
+		}
+	}
+	ExpectWithOffset(1, best).NotTo(BeEmpty(), "a topology controller pod holds partitions")
+	return best, by[best]
+}
