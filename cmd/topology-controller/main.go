@@ -37,7 +37,7 @@ func main() {
 	options.Main(topologycontroller.Name, fs, &s, func() error {
 		if s.Options.Partitions > 0 {
 			// Every replica is active, each on its partitions: no leader.
-			s.Manager.LeaderElect = false
+			s.LeaderElect = false
 		}
 		return options.Start(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
 			return topologycontroller.SetupWithManager(mgr, s.Options)
