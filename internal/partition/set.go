@@ -128,5 +128,7 @@ func (s *Set) Guard(r reconcile.Reconciler, keyOf func(context.Context, reconcil
 	})
 }
 
-// NeedLeaderElection is false: every replica runs its partition loop.
-func (s *Set) NeedLeaderElection() bool { return false }
+// NeedLeaderElection is true, so that partitions are held only where the controllers run:
+// with leader election off (the topology controller's binary turns it off when partitioned)
+// every replica runs the loop; with it on, only the leader does.
+func (s *Set) NeedLeaderElection() bool { return true }
