@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -62,6 +63,11 @@ type Options struct {
 	// OperatorNamespace is the namespace the controller runs in: every cluster's
 	// NetworkPolicy admits it to both ports (none when empty).
 	OperatorNamespace string `mapstructure:"operator-namespace"`
+	// PartitionOptions shard the clusters among active replicas (partitions.go).
+	PartitionOptions `mapstructure:",squash"`
+	// Middleware, when set, wraps each reconciler inside the partition guard: it sees only
+	// the reconciles that run (metrics, tests). name is the controller's.
+	Middleware func(name string, r reconcile.Reconciler) reconcile.Reconciler `mapstructure:"-"`
 }
 
 // Migration modes (Options.MigrationMode).
@@ -84,6 +90,12 @@ func DefaultOptions() Options {
 		FailoverBackoffMax:         5 * time.Minute,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
+		PartitionOptions: PartitionOptions{
+			Partitions:             8,
+			PartitionLeaseDuration: 15 * time.Second,
+			PartitionRenewDeadline: 10 * time.Second,
+			PartitionRetryPeriod:   2 * time.Second,
+		},
 	}
 }
 
@@ -101,6 +113,10 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
 	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
 	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
+	// Partitions stays as set: 0 (the zero value) turns sharding off.
+	orDefault(&o.PartitionLeaseDuration, d.PartitionLeaseDuration)
+	orDefault(&o.PartitionRenewDeadline, d.PartitionRenewDeadline)
+	orDefault(&o.PartitionRetryPeriod, d.PartitionRetryPeriod)
 	return o
 }
 
@@ -130,6 +146,9 @@ func (o Options) Validate() error {
 	if o.MigrationMode != "" && o.MigrationMode != MigrationAuto && o.MigrationMode != MigrationKeys {
 		errs = append(errs, fmt.Errorf("migration-mode must be %s or %s, not %q", MigrationAuto, MigrationKeys, o.MigrationMode))
 	}
+	if o.Partitions < 0 {
+		errs = append(errs, errors.New("partitions must not be negative"))
+	}
 	return errors.Join(errs...)
 }
 
@@ -156,8 +175,8 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// Leader election: its Lease is in the operator's namespace only, by the Role in
-// deploy/topology-controller/rbac/bindings.yaml (no cluster-wide lease rights).
+// Leader election and partitions: their Leases are in the operator's namespace only, by the
+// Role in deploy/topology-controller/rbac/bindings.yaml (no cluster-wide lease rights).
 
 // SetupWithManager registers the controller with mgr.
 func SetupWithManager(mgr ctrl.Manager, opts Options) error {
@@ -173,25 +192,45 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
 		failovers: newFailoverTries(),
 	}
-	if err := ctrl.NewControllerManagedBy(mgr).
+	shards, err := newPartitioned(mgr, opts)
+	if err != nil {
+		return fmt.Errorf("set up partitions: %w", err)
+	}
+	b := ctrl.NewControllerManagedBy(mgr)
+	if shards != nil {
+		b = b.WatchesRawSource(shards.set.Source(shards.clustersOf))
+	}
+	if err := b.
 		Named("topology").
 		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
-		Complete(r); err != nil {
+		Complete(shards.guardClusters(opts.wrap("topology", r))); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
 	}
 	nr := &outsideReconciler{Client: mgr.GetClient(), Status: r.Status}
-	if err := ctrl.NewControllerManagedBy(mgr).
+	nb := ctrl.NewControllerManagedBy(mgr)
+	if shards != nil {
+		nb = nb.WatchesRawSource(shards.set.Source(shards.nodesOf))
+	}
+	if err := nb.
 		Named("topology-outside-cluster").
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(nr.nodesOfCluster)).
-		Complete(nr); err != nil {
+		Complete(shards.guardNodes(opts.wrap("topology-outside-cluster", nr))); err != nil {
 		return fmt.Errorf("set up ValkeyNode controller: %w", err)
 	}
 	return nil
+}
+
+// wrap applies the Middleware to r.
+func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	if o.Middleware == nil {
+		return r
+	}
+	return o.Middleware(name, r)
 }
 
 // nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and

@@ -2,6 +2,8 @@
 package main
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"os"
 
 	"github.com/spf13/pflag"
@@ -27,10 +29,33 @@ func main() {
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace every cluster's NetworkPolicy admits to both ports (this controller's: $POD_NAMESPACE by default)")
+	fs.Int("partitions", d.Partitions, "partitions of the ValkeyClusters, one Lease each, shared among the active replicas (the most replicas that share the work); 0 turns sharding off and elects one leader (--leader-elect) instead")
+	fs.String("partition-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the partition Leases ($POD_NAMESPACE by default)")
+	fs.String("identity", identity(), "this replica's name among the others ($POD_NAME, else the host name, and a random suffix new at each start)")
+	fs.Duration("partition-lease-duration", d.PartitionLeaseDuration, "how long a partition Lease not renewed stays with its holder: a replica gone hands its clusters over after it")
+	fs.Duration("partition-renew-deadline", d.PartitionRenewDeadline, "how long after its last renewal a replica still acts on a partition (shorter than the lease duration)")
+	fs.Duration("partition-retry-period", d.PartitionRetryPeriod, "period of the loop that renews, acquires and releases the partition Leases")
 	var s options.Settings[topologycontroller.Options]
 	options.Main(topologycontroller.Name, fs, &s, func() error {
+		if s.Options.Partitions > 0 {
+			// Every replica is active, each on its partitions: no leader.
+			s.LeaderElect = false
+		}
 		return options.Start(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
 			return topologycontroller.SetupWithManager(mgr, s.Options)
 		})
 	})
+}
+
+// identity is the default name of this replica: the pod's name (else the host's) and a
+// random suffix, new at each start: a container restarted in the same pod is another
+// replica, and the Leases of the one that died are handed over when they expire.
+func identity() string {
+	name := os.Getenv("POD_NAME")
+	if name == "" {
+		name, _ = os.Hostname()
+	}
+	suffix := make([]byte, 4)
+	_, _ = rand.Read(suffix)
+	return name + "-" + hex.EncodeToString(suffix)
 }

@@ -114,7 +114,8 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 	It("the cluster deleted and created again under the same name while the topology controller is stopped", func() {
 		underFault(cluster, "recreate", func() {
 			spec := getCluster(cluster).Spec
-			DeferCleanup(scaleTopology, int32(1)) // also when a step below fails
+			replicas := topologyReplicas()
+			DeferCleanup(scaleTopology, replicas) // also when a step below fails
 			scaleTopology(0)
 			Expect(k8s.Delete(ctx, getCluster(cluster), client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 			Eventually(func() error {
@@ -122,7 +123,7 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 			}).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("not found")), "the ValkeyCluster is gone")
 			cluster = &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns}, Spec: spec}
 			Expect(k8s.Create(ctx, cluster)).To(Succeed())
-			scaleTopology(1)
+			scaleTopology(replicas)
 		})
 	})
 })

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -139,6 +140,13 @@ func controllerPods(c string) []corev1.Pod {
 	ExpectWithOffset(2, k8s.List(ctx, &pods, client.InNamespace(operatorNamespace),
 		client.MatchingLabels{"app.kubernetes.io/component": c + "-controller"})).To(Succeed())
 	return pods.Items
+}
+
+// topologyReplicas is the topology controller's replica count as deployed.
+func topologyReplicas() int32 {
+	var d appsv1.Deployment
+	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: "valkey-topology-controller"}, &d)).To(Succeed())
+	return ptr.Deref(d.Spec.Replicas, 1)
 }
 
 // scaleTopology sets the topology controller's replicas and waits until that many pods run

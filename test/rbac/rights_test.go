@@ -38,13 +38,22 @@ func leaderElection(own string) []access {
 	}
 }
 
+// partitions is what the topology controller's partition Leases need besides: listing them
+// and deleting the member Leases of replicas gone.
+func partitions(own string) []access {
+	return []access{
+		{"list", "leases.coordination.k8s.io", own},
+		{"delete", "leases.coordination.k8s.io", own},
+	}
+}
+
 var _ = Describe("deploy/default", Ordered, func() {
 	const ns = "valkey-system"
 	BeforeAll(func(ctx context.Context) { install(ctx, "default", ns) })
 
 	It("lets the topology controller get and create Secrets, never list or watch them, and hold its Lease only in its namespace", func(ctx context.Context) {
 		expectRights(ctx, ns, topologySA,
-			append(leaderElection(ns),
+			append(append(leaderElection(ns), partitions(ns)...),
 				access{"get", "secrets", "apps"},
 				access{"create", "secrets", "apps"},
 				access{"create", "events.events.k8s.io", "apps"},

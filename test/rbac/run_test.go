@@ -7,6 +7,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -21,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/partition"
 	"valkey.io/operator/test/envtest"
 	"valkey.io/operator/topologycontroller"
 	"valkey.io/operator/volumecontroller"
@@ -119,10 +121,21 @@ var _ = Describe("deploy/namespaced controllers", Ordered, func() {
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ConfigMapName(n.Name)}, &corev1.ConfigMap{})).To(Succeed())
 	})
 
-	It("run under their Roles: the topology controller generates the password Secret, the nodes, the budget and the policy, without listing Secrets", func(ctx context.Context) {
+	It("run under their Roles: the topology controller holds its partition Leases and generates the password Secret, the nodes, the budget and the policy, without listing Secrets", func(ctx context.Context) {
 		runAs(ns, topologySA, topologycontroller.Name, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
-			return topologycontroller.SetupWithManager(mgr, topologycontroller.Options{ResyncPeriod: time.Second})
+			return topologycontroller.SetupWithManager(mgr, topologycontroller.Options{ResyncPeriod: time.Second,
+				PartitionOptions: topologycontroller.PartitionOptions{Partitions: 2, PartitionNamespace: ns, Identity: "rbac",
+					PartitionLeaseDuration: 3 * time.Second, PartitionRenewDeadline: 2 * time.Second, PartitionRetryPeriod: 200 * time.Millisecond}})
 		})
+		Eventually(func(g Gomega) {
+			var leases coordinationv1.LeaseList
+			g.Expect(k8s.List(ctx, &leases, client.InNamespace(ns), client.MatchingLabels{partition.LabelSet: topologycontroller.Name})).To(Succeed())
+			var holders []string
+			for _, l := range leases.Items {
+				holders = append(holders, ptr.Deref(l.Spec.HolderIdentity, ""))
+			}
+			g.Expect(holders).To(ConsistOf("rbac", "rbac", "rbac"), "its member Lease and both partition Leases")
+		}).Should(Succeed())
 		vc := &valkeyv1.ValkeyCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: "t", Namespace: ns},
 			Spec:       valkeyv1.ValkeyClusterSpec{Shards: 1, ServerSpec: valkeyv1.ServerSpec{Image: "valkey/valkey:8.0"}},

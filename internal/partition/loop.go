@@ -1,0 +1,199 @@
+package partition
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// Labels of the Leases of a partition set.
+const (
+	// LabelSet names the set a Lease belongs to (Config.Name).
+	LabelSet = "valkey.io/partition-set"
+	// LabelRole is RolePartition or RoleMember.
+	LabelRole     = "valkey.io/partition-role"
+	RolePartition = "partition"
+	RoleMember    = "member"
+)
+
+// Start runs the loop until ctx ends: every RetryPeriod it reads the set's Leases, renews
+// its own, and acquires or releases partitions towards its fair share. When ctx ends the
+// work in flight is cancelled and awaited, then the Leases are released (unless KeepOnStop).
+func (s *Set) Start(ctx context.Context) error {
+	s.mu.Lock()
+	s.base = ctx
+	s.mu.Unlock()
+	t := time.NewTicker(s.cfg.RetryPeriod)
+	defer t.Stop()
+	for {
+		s.round(ctx)
+		select {
+		case <-ctx.Done():
+			s.stop()
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// round is one pass of the loop.
+func (s *Set) round(ctx context.Context) {
+	var list coordinationv1.LeaseList
+	if err := s.c.List(ctx, &list, client.InNamespace(s.cfg.Namespace), client.MatchingLabels{LabelSet: s.cfg.Name}); err != nil {
+		if ctx.Err() == nil {
+			s.log.Info("list the partition leases failed; holds lapse at their renew deadline", "error", err.Error())
+		}
+		return
+	}
+	leases := map[string]*coordinationv1.Lease{}
+	for i := range list.Items {
+		leases[list.Items[i].Name] = &list.Items[i]
+	}
+	now := time.Now()
+	s.observe(leases, now)
+	s.renewMember(ctx, leases[s.cfg.memberName()])
+	s.collectMembers(ctx, leases, now)
+	share := s.cfg.share(s.liveMembers(leases, now))
+	s.renewHeld(ctx, leases)
+	s.acquire(ctx, leases, share, now)
+	s.releaseAbove(share)
+}
+
+// observe records each Lease's version and when it was last seen to change.
+func (s *Set) observe(leases map[string]*coordinationv1.Lease, now time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for name, l := range leases {
+		if o, ok := s.seen[name]; ok && o.rv == l.ResourceVersion {
+			continue
+		}
+		s.seen[name] = observation{rv: l.ResourceVersion, holder: holderOf(l), at: now}
+	}
+	for name := range s.seen {
+		if leases[name] == nil {
+			delete(s.seen, name)
+		}
+	}
+}
+
+// expired reports whether the Lease name has been seen unchanged for LeaseDuration.
+func (s *Set) expired(name string, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	o, ok := s.seen[name]
+	return !ok || o.holder == "" || now.Sub(o.at) >= s.cfg.LeaseDuration
+}
+
+// liveMembers counts the replicas alive: this one and every member Lease not expired.
+func (s *Set) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) int {
+	live := 1
+	for name, l := range leases {
+		if l.Labels[LabelRole] == RoleMember && name != s.cfg.memberName() && !s.expired(name, now) {
+			live++
+		}
+	}
+	return live
+}
+
+// collectMembers deletes the member Leases of replicas gone for two lease durations (a
+// crashed replica does not delete its own). The delete is conditional on the version seen.
+func (s *Set) collectMembers(ctx context.Context, leases map[string]*coordinationv1.Lease, now time.Time) {
+	for name, l := range leases {
+		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || !s.expired(name, now.Add(-s.cfg.LeaseDuration)) {
+			continue
+		}
+		rv := l.ResourceVersion
+		if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+			s.log.V(1).Info("delete a stale member lease failed", "lease", name, "error", err.Error())
+		}
+	}
+}
+
+// renewHeld renews the Lease of every partition held. A partition whose Lease another
+// replica now holds, or that is gone, is lost at once; one whose renewal fails is lost at
+// its renew deadline (its timer).
+func (s *Set) renewHeld(ctx context.Context, leases map[string]*coordinationv1.Lease) {
+	for _, p := range s.heldPartitions() {
+		l := leases[s.cfg.leaseName(p)]
+		if l == nil || holderOf(l) != s.cfg.Identity {
+			s.lose(p, "the lease is gone or held by another replica")
+			continue
+		}
+		if !s.dueForRenewal(s.renewedAt(p)) {
+			continue
+		}
+		sent := time.Now()
+		if err := s.write(ctx, l, s.cfg.Identity, false); err != nil {
+			s.log.V(1).Info("renew a partition lease failed", "partition", p, "error", err.Error())
+			continue
+		}
+		s.renewed(p, sent, l)
+	}
+}
+
+// acquire takes free or expired partitions while this replica holds fewer than share. It
+// starts at a place of its own (a hash of its identity) so that replicas starting together
+// contend for different Leases.
+func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lease, share int, now time.Time) {
+	n := s.cfg.Partitions
+	start := Of(s.cfg.Identity, n)
+	for i := range n {
+		if s.count() >= share || ctx.Err() != nil {
+			return
+		}
+		p := (start + i) % n
+		if s.has(p) {
+			continue
+		}
+		name := s.cfg.leaseName(p)
+		l := leases[name]
+		if l != nil && holderOf(l) != s.cfg.Identity && !s.expired(name, now) {
+			continue
+		}
+		sent := time.Now()
+		var err error
+		if l == nil {
+			l = s.newLease(name, RolePartition)
+			err = s.c.Create(ctx, l)
+		} else {
+			err = s.write(ctx, l, s.cfg.Identity, true)
+		}
+		if err != nil {
+			s.log.V(1).Info("acquire a partition lease failed", "partition", p, "error", err.Error())
+			continue
+		}
+		s.gain(p, sent, l)
+	}
+}
+
+// releaseAbove gives up the highest partitions held above share, for other replicas.
+func (s *Set) releaseAbove(share int) {
+	held := s.heldPartitions()
+	slices.Sort(held)
+	for len(held) > share {
+		p := held[len(held)-1]
+		held = held[:len(held)-1]
+		s.log.Info("releasing a partition above the fair share", "partition", p, "share", share)
+		s.end(p, true)
+	}
+}
+
+// stop ends every hold, waits for the work in flight, and releases the Leases.
+func (s *Set) stop() {
+	release := !s.cfg.KeepOnStop
+	for _, p := range s.heldPartitions() {
+		s.end(p, release)
+	}
+	s.releases.Wait() // every hold's work has returned and its Lease is released
+	if release {
+		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryPeriod)
+		defer cancel()
+		member := s.newLease(s.cfg.memberName(), RoleMember)
+		if err := client.IgnoreNotFound(s.c.Delete(ctx, member)); err != nil {
+			s.log.Info("delete the member lease failed; it expires", "error", err.Error())
+		}
+	}
+}

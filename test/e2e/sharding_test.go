@@ -1,0 +1,147 @@
+package e2e
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/partition"
+)
+
+var _ = Describe("The topology controller sharded across three replicas", Label("sharding"), func() {
+	It("hands a killed replica's clusters over: every cluster Ready, never two approvals at once in a cluster", func() {
+		Expect(topologyPods()).To(HaveLen(3), "deploy/local runs three topology controllers")
+		Eventually(partitionHolders).WithTimeout(time.Minute).Should(HaveEach(Not(BeEmpty())), "every partition held")
+		ns := newNamespace("sharding")
+		rec := recordNamespaceApprovals(ns)
+
+		By("12 clusters created; the replica holding the most partitions is killed (SIGKILL) meanwhile")
+		var clusters []*v1.ValkeyCluster
+		for i := range 12 {
+			replicas := int32(0)
+			if i >= 8 {
+				replicas = 1 // rolled below: a replica and a primary to approve in turn
+			}
+			clusters = append(clusters, newCluster(ns, fmt.Sprintf("c%02d", i), 1, replicas, nil))
+		}
+		victim, pod, held := busiestReplica()
+		_, container := containerState(&pod, "manager")
+		out, err := localCluster("signal", container, "SIGKILL") // it releases nothing: its Leases must expire
+		Expect(err).NotTo(HaveOccurred(), out)
+		killed := time.Now()
+		lastRenewed := map[string]time.Time{}
+		for _, l := range partitionLeases() {
+			if ptr.Deref(l.Spec.HolderIdentity, "") == victim {
+				lastRenewed[l.Name] = l.Spec.RenewTime.Time
+			}
+		}
+
+		By("two clusters scaled to two shards while the partitions move")
+		for _, c := range clusters[:2] {
+			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+		}
+		Eventually(func(g Gomega) {
+			now := partitionHolders()
+			for _, lease := range held {
+				g.Expect(now[lease]).NotTo(Or(BeEmpty(), Equal(victim)), "%s handed over", lease)
+			}
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed())
+		// Each Lease expires a lease duration after another replica saw its last renewal
+		// (within a round of it) and is taken at that replica's next round; one more round of
+		// slack for the loop's own calls. The times are the replicas' own (one machine here).
+		var gap time.Duration
+		for _, l := range partitionLeases() {
+			if last, ok := lastRenewed[l.Name]; ok {
+				gap = max(gap, l.Spec.AcquireTime.Sub(last))
+			}
+		}
+		GinkgoWriter.Printf("sharding: %s held %v; all taken over %s after their last renewal, seen %s after the kill\n",
+			victim, held, gap.Round(time.Second), time.Since(killed).Round(time.Second))
+		Expect(gap).To(BeNumerically("<=", leaseDuration+3*retryPeriod), "taken within a lease duration and two rounds of its last renewal")
+		for _, c := range clusters {
+			waitReady(c, 4*time.Minute)
+		}
+
+		By("the clusters with a replica roll for a config change, one node at a time each")
+		for _, c := range clusters[8:] {
+			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"} })
+		}
+		for _, c := range clusters[8:] {
+			Eventually(func() int { return rec.approvedIn(c.Name) }).WithTimeout(3*time.Minute).WithPolling(time.Second).
+				Should(BeNumerically(">=", 2), "%s: both nodes approved", c.Name)
+			waitReady(c, 3*time.Minute)
+		}
+		approved, most := rec.stop()
+		GinkgoWriter.Printf("sharding: approvals per cluster %v, most at once %v\n", approved, most)
+		for _, c := range clusters {
+			Expect(most[c.Name]).To(BeNumerically("<=", 1), "%s: never two nodes approved at once", c.Name)
+		}
+	})
+})
+
+// topologyPods are the running topology controller pods.
+func topologyPods() []corev1.Pod {
+	var list corev1.PodList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{"app.kubernetes.io/component": "topology-controller"})).To(Succeed())
+	var out []corev1.Pod
+	for _, p := range list.Items {
+		if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp.IsZero() {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// partitionLeases are the topology controller's partition Leases.
+func partitionLeases() []coordinationv1.Lease {
+	var list coordinationv1.LeaseList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(operatorNamespace),
+		client.MatchingLabels{partition.LabelSet: "topology-controller", partition.LabelRole: partition.RolePartition})).To(Succeed())
+	return list.Items
+}
+
+// partitionHolders maps each partition Lease of the topology controller to its holder.
+func partitionHolders() map[string]string {
+	out := map[string]string{}
+	for _, l := range partitionLeases() {
+		out[l.Name] = ptr.Deref(l.Spec.HolderIdentity, "")
+	}
+	return out
+}
+
+// The deployed partition timings (the binary's defaults).
+const (
+	leaseDuration = 15 * time.Second
+	retryPeriod   = 2 * time.Second
+)
+
+// busiestReplica is the topology controller replica holding the most partitions (its
+// identity: its pod's name and a suffix), its pod, and its Leases.
+func busiestReplica() (string, corev1.Pod, []string) {
+	by := map[string][]string{}
+	for lease, holder := range partitionHolders() {
+		by[holder] = append(by[holder], lease)
+	}
+	best := ""
+	for holder := range by {
+		if holder != "" && len(by[holder]) > len(by[best]) {
+			best = holder
+		}
+	}
+	for _, p := range topologyPods() {
+		if strings.HasPrefix(best, p.Name+"-") {
+			return best, p, by[best]
+		}
+	}
+	Fail("no running topology controller pod holds partitions: " + fmt.Sprint(by))
+	return "", corev1.Pod{}, nil
+}
