@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -33,6 +34,7 @@ const settledReconciles = 10
 //	go test ./topologycontroller/ -run '^$' -bench BenchmarkForm -benchtime 1x
 func BenchmarkForm(b *testing.B) {
 	RegisterFailHandler(func(msg string, _ ...int) { panic(msg) })
+	ctrl.SetLogger(logr.Discard())
 	var err error
 	if env, err = envtest.Start(); err != nil {
 		b.Fatal(err)
