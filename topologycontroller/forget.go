@@ -50,7 +50,7 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 	}
 	for _, id := range ids {
 		for _, m := range st.sortedMembers() {
-			if m.id() == id || findNode(m.view, id) == nil {
+			if m.id() == id || m.other(id) == nil {
 				continue
 			}
 			if err := st.cs.ok(ctx, m.addr, "CLUSTER", "FORGET", id); err != nil && !strings.Contains(err.Error(), "Unknown node") {

@@ -29,9 +29,9 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 		if m == st.seed || m.deleting() {
 			continue
 		}
-		if !m.knows(st.seed.id(), st.seed.addr) {
+		if !m.sees(st.seed) {
 			// m has never seen the seed (a new or reset node), or only at a stale address.
-			if seedNode := findNode(m.view, st.seed.id()); seedNode == nil || seedNode.Addr != st.seed.addr {
+			if seenAt := m.unseen[st.seed.id()]; seenAt != st.seed.addr {
 				if err := meetAt(ctx, st.cs, m.addr, st.seed.addr); err != nil {
 					return acted, err
 				}
@@ -63,15 +63,6 @@ func meetAt(ctx context.Context, cs *conns, on, addr string) error {
 		return err
 	}
 	return cs.ok(ctx, on, "CLUSTER", "MEET", host, port)
-}
-
-func findNode(view []clusterNode, id string) *clusterNode {
-	for i := range view {
-		if view[i].ID == id {
-			return &view[i]
-		}
-	}
-	return nil
 }
 
 func short8(id string) string {
@@ -137,19 +128,24 @@ func dialable(addr string, timeout time.Duration) bool {
 	return true
 }
 
-// unseenPair finds two members where the first does not know the second at its address
+// unseenPair finds two members where the first does not see the second at its address
 // yet (members being deleted and out of the cluster are left out); nil once every member
-// knows every other.
+// sees every other. Each member's scan noted the members it does not see, so this looks
+// only at those.
 func (st *clusterState) unseenPair() (*member, *member) {
-	members := st.sortedMembers()
-	for _, a := range members {
-		for _, b := range members {
-			if a == b || (b.deleting() && !st.inCluster(b)) || (a.deleting() && !st.inCluster(a)) {
-				continue
+	left := func(m *member) bool { return m.deleting() && !st.inCluster(m) }
+	for _, a := range st.sortedMembers() {
+		if left(a) {
+			continue
+		}
+		var first *member
+		for id := range a.unseen {
+			if b := st.byID[id]; b != nil && b != a && !left(b) && (first == nil || b.node.Name < first.node.Name) {
+				first = b
 			}
-			if !a.knows(b.id(), b.addr) {
-				return a, b
-			}
+		}
+		if first != nil {
+			return a, first
 		}
 	}
 	return nil, nil

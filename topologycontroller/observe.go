@@ -10,22 +10,44 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// observe dials every node whose pod is ready and reads its view of the cluster.
+// observe dials every node whose pod is ready and reads what its server says: first its
+// ID, INFO and CLUSTER INFO from every member, then each member's CLUSTER NODES, read one at
+// a time and summarised (viewScan), so that a reconcile holds one whole view (the seed's)
+// and not one per member.
 func (r *Reconciler) observe(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, cs *conns) *clusterState {
 	st := newClusterState(vc, nodes, cs)
+	vs := &viewScan{byID: map[string]*member{}}
+	var ms []*member
 	for _, n := range nodes {
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) || podIP(n) == "" {
 			continue
 		}
 		m := &member{node: n, addr: net.JoinHostPort(podIP(n), strconv.Itoa(r.Options.ValkeyPort))}
 		st.members[n.Name] = m
-		if m.err = observeMember(ctx, cs, m); m.err != nil {
+		if m.err = observeInfo(ctx, cs, m); m.err == nil {
+			vs.byID[m.myID] = m
+			ms = append(ms, m)
+		}
+	}
+	var best *member
+	for _, m := range ms {
+		if m.err = scanView(ctx, cs, vs, m, best); m.err != nil {
 			m.self = nil
 			continue
 		}
 		st.byID[m.id()] = m
+		if m.view != nil {
+			best = m
+		}
 	}
 	st.seed = pickSeed(st)
+	if st.seed != nil && st.seed.view == nil {
+		// The seed's view, read again (a member that failed its scan changed the ranking).
+		if err := observeMember(ctx, cs, st.seed); err != nil {
+			delete(st.byID, st.seed.id())
+			st.seed.err, st.seed.self, st.seed = err, nil, nil
+		}
+	}
 	if st.seed != nil {
 		for i := range st.seed.view {
 			n := &st.seed.view[i]
@@ -38,8 +60,51 @@ func (r *Reconciler) observe(ctx context.Context, vc *valkeyv1.ValkeyCluster, no
 	return st
 }
 
-// observeMember reads what m's server says: CLUSTER NODES, INFO server and replication,
-// CLUSTER INFO.
+// observeInfo reads m's ID, INFO server and replication, and CLUSTER INFO, pipelined.
+func observeInfo(ctx context.Context, cs *conns, m *member) error {
+	res, err := cs.multi(ctx, m.addr, [][]string{{"CLUSTER", "MYID"}, {"INFO", "server", "replication"}, {"CLUSTER", "INFO"}})
+	if err != nil {
+		return err
+	}
+	var out [3]string
+	for i := range res {
+		if out[i], err = res[i].ToString(); err != nil {
+			return fmt.Errorf("reply of %s: %w", m.addr, err)
+		}
+	}
+	m.myID = out[0]
+	m.repl = parseInfo(out[1])
+	m.state = parseInfo(out[2])["cluster_state"]
+	return nil
+}
+
+// scanView reads m's CLUSTER NODES and summarises it; m keeps the whole view when it would
+// be the seed so far (it ranks above best, whose whole view is dropped).
+func scanView(ctx context.Context, cs *conns, vs *viewScan, m, best *member) error {
+	out, err := cs.str(ctx, m.addr, "CLUSTER", "NODES")
+	if err != nil {
+		return err
+	}
+	if err := vs.scan(m, out); err != nil {
+		return err
+	}
+	if m.self.ID != m.myID {
+		return fmt.Errorf("%s changed its node ID while observed", m.addr)
+	}
+	if best != nil && !greater(seedScore(m), seedScore(best)) {
+		return nil
+	}
+	if m.view, err = parseClusterNodes(out); err != nil {
+		return err
+	}
+	if best != nil {
+		best.view = nil
+	}
+	return nil
+}
+
+// observeMember reads what a single server says: its whole CLUSTER NODES, INFO server and
+// replication, CLUSTER INFO.
 func observeMember(ctx context.Context, cs *conns, m *member) error {
 	out, err := cs.str(ctx, m.addr, "CLUSTER", "NODES")
 	if err != nil {
@@ -48,6 +113,7 @@ func observeMember(ctx context.Context, cs *conns, m *member) error {
 	if m.view, err = parseClusterNodes(out); err != nil {
 		return err
 	}
+	m.self = nil
 	for i := range m.view {
 		if m.view[i].Myself() {
 			m.self = &m.view[i]
@@ -76,13 +142,7 @@ func seedScore(m *member) [3]int {
 	if m.deleting() {
 		alive = 0
 	}
-	slots := 0
-	for i := range m.view {
-		if !m.view[i].Handshake() {
-			slots += m.view[i].SlotCount()
-		}
-	}
-	return [3]int{alive, len(m.view), slots}
+	return [3]int{alive, m.lines, m.slots}
 }
 
 // pickSeed chooses the member whose view is the reference: the best seedScore, then the

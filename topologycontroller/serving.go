@@ -44,16 +44,24 @@ func (st *clusterState) servedBy(n *valkeyv1.ValkeyNode) (line *clusterNode, sel
 		_, port, _ := net.SplitHostPort(st.seed.addr)
 		addr = net.JoinHostPort(ip, port)
 	}
-	for _, m := range st.sortedMembers() {
-		known = true
-		for i := range m.view {
-			v := &m.view[i]
+	pick := func(lines []clusterNode) {
+		for i := range lines {
+			v := &lines[i]
 			if (id != "" && v.ID == id) || (addr != "" && v.Addr == addr && !v.Handshake()) {
 				if line == nil || (v.Primary() && v.SlotCount() > 0) {
 					line = v
 				}
 			}
 		}
+	}
+	// n answers to nothing, so no member stands for its ID: its lines are among each
+	// member's lines of nodes that are no member, and in the seed's whole view.
+	for _, m := range st.sortedMembers() {
+		known = true
+		pick(m.others)
+	}
+	if st.seed != nil {
+		pick(st.seed.view)
 	}
 	return line, nil, known
 }

@@ -66,15 +66,23 @@ func (st *clusterState) wait(msg string, d time.Duration) {
 	}
 }
 
-// member is a ValkeyNode whose pod is ready, as its server sees itself.
+// member is a ValkeyNode whose pod is ready, as its server sees itself. Of its view of the
+// cluster only a summary is kept (see viewScan); the seed's view is also kept whole.
 type member struct {
 	node  *valkeyv1.ValkeyNode
 	addr  string
 	err   error
 	self  *clusterNode
-	view  []clusterNode
+	view  []clusterNode     // the seed's (and a probed server's) whole view; nil otherwise
 	repl  map[string]string // INFO server and replication
 	state string            // cluster_state
+
+	myID   string            // CLUSTER MYID, before the view is read
+	lines  int               // lines of its view
+	slots  int               // slots its view shows owned (handshake lines left out)
+	unseen map[string]string // member ID → the address it is seen at ("" when not at all), for the members it does not see well
+	others []clusterNode     // the lines of its view of nodes that are no reachable member
+	seen   int               // the last viewScan round that saw this member well
 }
 
 func (m *member) reachable() bool { return m != nil && m.self != nil }
@@ -86,15 +94,30 @@ func (m *member) id() string {
 }
 func (m *member) deleting() bool { return !m.node.DeletionTimestamp.IsZero() }
 
-// knows tells whether m's view has id at addr, past the handshake and not failed.
-func (m *member) knows(id, addr string) bool {
-	for i := range m.view {
-		n := &m.view[i]
-		if n.ID == id {
-			return n.Addr == addr && !n.Handshake() && !n.Failed() && !n.Flags["fail?"]
+// note records that m does not see the member with the given ID well: it sees it at addr,
+// or ("" ) not at all, or in the handshake, or failing.
+func (m *member) note(id, addr string) {
+	if m.unseen == nil {
+		m.unseen = map[string]string{}
+	}
+	m.unseen[id] = addr
+}
+
+// sees tells whether m's view has the member b at its address, past the handshake and not
+// failed.
+func (m *member) sees(b *member) bool {
+	_, unseen := m.unseen[b.id()]
+	return m == b || !unseen
+}
+
+// other is the line of id among the lines of m's view of nodes that are no member.
+func (m *member) other(id string) *clusterNode {
+	for i := range m.others {
+		if m.others[i].ID == id {
+			return &m.others[i]
 		}
 	}
-	return false
+	return nil
 }
 
 // atomicMigration tells whether m's server migrates slots atomically (CLUSTER

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
@@ -16,6 +17,18 @@ import (
 
 // TotalSlots is the number of hash slots of a Valkey cluster.
 const TotalSlots = 16384
+
+// Per-connection sizes of the clients of one reconcile: small, since one reconcile holds a
+// client of every member and sends each only a few commands at once.
+const (
+	connReadBuffer  = 16 << 10
+	connWriteBuffer = 8 << 10
+	connRingScale   = 6 // 64 commands in flight; a longer pipeline waits for room
+)
+
+// commandsSent counts the commands sent to Valkey servers by every reconcile of the
+// process (what the topology benchmark reports per reconcile and per node).
+var commandsSent atomic.Int64
 
 // conns holds the per-node clients of one reconcile. It is closed at the end of the
 // reconcile: nothing of it outlives a reconcile, so a restarted controller loses nothing.
@@ -46,6 +59,13 @@ func (c *conns) get(addr string) (valkey.Client, error) {
 		AlwaysRESP2:      true,
 		Dialer:           net.Dialer{Timeout: c.dialTimeout},
 		ConnWriteTimeout: c.cmdTimeout,
+		// A reconcile holds a client of every member at once: valkey-go's defaults (0.5 MiB
+		// read and write buffers and a ring of 1,024 slots per connection, about 1.5 MiB)
+		// would make a 300-node cluster cost 450 MiB per reconcile. Replies larger than the
+		// read buffer (CLUSTER NODES of a big cluster) are still read whole.
+		ReadBufferEachConn:  connReadBuffer,
+		WriteBufferEachConn: connWriteBuffer,
+		RingScaleEachConn:   connRingScale,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
@@ -68,6 +88,7 @@ func (c *conns) do(ctx context.Context, addr string, args ...string) (valkey.Val
 	if err != nil {
 		return valkey.ValkeyResult{}, err
 	}
+	commandsSent.Add(1)
 	return cl.Do(ctx, cl.B().Arbitrary(args...).Build()), nil
 }
 
@@ -85,6 +106,7 @@ func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	for _, args := range cmds {
 		built = append(built, cl.B().Arbitrary(args...).Build())
 	}
+	commandsSent.Add(int64(len(built)))
 	res := cl.DoMulti(ctx, built...)
 	for i, r := range res {
 		if err := r.Error(); err != nil {

@@ -88,6 +88,9 @@ func ByID(nodes []Node, id string) *Node {
 	return nil
 }
 
+// ParseLine parses one line of CLUSTER NODES.
+func ParseLine(line string) (Node, error) { return parseLine(strings.TrimSpace(line)) }
+
 func parseLine(line string) (Node, error) {
 	f := strings.Fields(line)
 	if len(f) < 8 {
