@@ -112,6 +112,7 @@ func TestPodTemplate(t *testing.T) {
 		{"readiness fails on error replies", len(c.ReadinessProbe.Exec.Command) == 5 && c.ReadinessProbe.Exec.Command[1] == "-e"},
 		{"liveness tolerates error replies", c.LivenessProbe.Exec.Command[1] != "-e"},
 		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
+		{"startup asked every second", c.StartupProbe.PeriodSeconds == 1},
 		{"node labels", tmpl.Labels[valkeyv1.LabelCluster] == "c" && tmpl.Labels[valkeyv1.LabelNode] == "c-0-0"},
 		{"valkey-start copied from the start image", len(spec.InitContainers) == 1 && ic.Image == "op/workload:1" &&
 			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},
