@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -117,7 +118,36 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 		}
 		owned[id] = expandSlots(n.Slots)
 	}
+	addSelfOwned(st, owned, orphan)
 	return owned, orphan, true
+}
+
+// addSelfOwned adds to owned the slots that reachable primaries report as their own while
+// the seed's view shows them without an owner: a server knows its own slots at once, the
+// seed only after gossip. Without this, slots assigned one round ago would be assigned
+// again, and refused as busy.
+func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]string) {
+	taken := map[int]bool{}
+	for _, slots := range owned {
+		for _, slot := range slots {
+			taken[slot] = true
+		}
+	}
+	for _, m := range st.members {
+		if !m.reachable() || !m.self.Primary() || m.self.SlotCount() == 0 {
+			continue
+		}
+		added := false
+		for _, slot := range expandSlots(m.self.Slots) {
+			if !taken[slot] && orphan[slot] == "" {
+				owned[m.id()] = append(owned[m.id()], slot)
+				taken[slot], added = true, true
+			}
+		}
+		if added {
+			slices.Sort(owned[m.id()])
+		}
+	}
 }
 
 // applyMoves carries out the planned moves: slots without an owner are assigned, the others

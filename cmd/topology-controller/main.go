@@ -30,7 +30,7 @@ func main() {
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace every cluster's NetworkPolicy admits to both ports (this controller's: $POD_NAMESPACE by default)")
 	fs.Int("partitions", d.Partitions, "partitions of the ValkeyClusters, one Lease each, shared among the active replicas (the most replicas that share the work); 0 turns sharding off and elects one leader (--leader-elect) instead")
-	fs.String("partition-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the partition Leases ($POD_NAMESPACE by default)")
+	fs.String("partition-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the partition Leases ($POD_NAMESPACE by default, else --leader-election-namespace)")
 	fs.String("identity", identity(), "this replica's name among the others ($POD_NAME, else the host name, and a random suffix new at each start)")
 	fs.Duration("partition-lease-duration", d.PartitionLeaseDuration, "how long a partition Lease not renewed stays with its holder: a replica gone hands its clusters over after it")
 	fs.Duration("partition-renew-deadline", d.PartitionRenewDeadline, "how long after its last renewal a replica still acts on a partition (shorter than the lease duration)")
@@ -40,6 +40,10 @@ func main() {
 		if s.Options.Partitions > 0 {
 			// Every replica is active, each on its partitions: no leader.
 			s.LeaderElect = false
+		}
+		if s.Options.PartitionNamespace == "" {
+			// Outside a pod: the namespace given for the leader election Lease.
+			s.Options.PartitionNamespace = s.LeaderElectionNamespace
 		}
 		return options.Start(topologycontroller.Name, s.Manager, topologycontroller.CacheOptions(), func(mgr ctrl.Manager) error {
 			return topologycontroller.SetupWithManager(mgr, s.Options)

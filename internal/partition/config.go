@@ -50,7 +50,7 @@ func (c Config) Validate() error {
 		errs = append(errs, errors.New("partitions must be at least 1"))
 	}
 	if c.Name == "" || c.Namespace == "" || c.Identity == "" {
-		errs = append(errs, errors.New("partitioned leases need a name, a namespace and this replica's identity (POD_NAME, POD_NAMESPACE)"))
+		errs = append(errs, errors.New("partitioned leases need a name, a namespace (--partition-namespace, $POD_NAMESPACE in a pod) and this replica's identity (--identity, $POD_NAME in a pod)"))
 	}
 	if c.RetryPeriod <= 0 || c.RenewDeadline <= c.RetryPeriod || c.LeaseDuration <= c.RenewDeadline {
 		errs = append(errs, fmt.Errorf("partition timings must be 0 < retry period (%s) < renew deadline (%s) < lease duration (%s)", c.RetryPeriod, c.RenewDeadline, c.LeaseDuration))
