@@ -36,22 +36,23 @@ func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 // record files a write under its namespace: .../namespaces/NS/RESOURCE[/NAME[/SUB]].
 func (w *writeCounter) record(method, path string) {
 	p := strings.Split(path, "/")
-	for i := 0; i+2 < len(p); i++ {
-		if p[i] != "namespaces" {
-			continue
-		}
-		key := method + " " + p[i+2]
-		if i+4 < len(p) {
-			key += "/" + p[i+4]
-		}
-		w.mu.Lock()
-		defer w.mu.Unlock()
-		if w.count[p[i+1]] == nil {
-			w.count[p[i+1]] = map[string]int{}
-		}
-		w.count[p[i+1]][key]++
+	i := 0
+	for i+2 < len(p) && p[i] != "namespaces" {
+		i++
+	}
+	if i+2 >= len(p) {
 		return
 	}
+	key := method + " " + p[i+2]
+	if i+4 < len(p) {
+		key += "/" + p[i+4]
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.count[p[i+1]] == nil {
+		w.count[p[i+1]] = map[string]int{}
+	}
+	w.count[p[i+1]][key]++
 }
 
 // in returns a copy of a namespace's counts.
