@@ -164,7 +164,13 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimCreated, "CreateClaim",
 			"created claim %s of %s (%s)", name, node.Spec.Persistence.Size.String(), class.describe())
 	}
-	return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("created claim %s", name)), nil
+	// The claim as created (Pending) is reported at once: on a WaitForFirstConsumer class
+	// that is VolumeReady=True already, and the claim's own watch event then finds nothing
+	// to write.
+	if claim.Status.Phase == "" {
+		claim.Status.Phase = corev1.ClaimPending
+	}
+	return claimReport(node, claim, class, nil), nil
 }
 
 // conflict reports a claim of another identity under the node's claim name; it is never

@@ -45,8 +45,11 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
+	// Only the controller's requests are counted: the test's own client is made without it.
+	env.Config.WrapTransport = controllerWrites.wrap
 	mgr, err := env.NewManager(volumecontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
+	env.Config.WrapTransport = nil
 	Expect(volumecontroller.SetupWithManager(mgr, volumecontroller.Options{})).To(Succeed())
 	k8s, err = env.Client()
 	Expect(err).NotTo(HaveOccurred())

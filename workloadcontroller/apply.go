@@ -2,7 +2,9 @@ package workloadcontroller
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"sync"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,13 +20,9 @@ import (
 // until a Ready pod runs the new template; applying without it removes it. cur.workloads
 // is updated.
 func (r *Reconciler) apply(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired, rollFrom string) error {
-	owner := []client.ApplyOption{client.FieldOwner(valkeyv1.FieldManagerWorkload), client.ForceOwnership}
 	name := valkeyv1.WorkloadName(node.Name)
-	if err := r.Apply(ctx, buildConfigMap(node, want.config), owner...); err != nil {
-		return fmt.Errorf("apply ConfigMap %s: %w", valkeyv1.ConfigMapName(node.Name), err)
-	}
-	if err := r.Apply(ctx, buildWorkload(node, want, rollFrom), owner...); err != nil {
-		return fmt.Errorf("apply %s %s: %w", want.kind, name, err)
+	if err := r.applyObjects(ctx, node, want, rollFrom, cur.cm == nil && cur.workload() == nil); err != nil {
+		return err
 	}
 	cur.workloads[want.kind] = &workload{kind: want.kind, name: name, hash: want.hash, rollFrom: rollFrom, replicas: 1}
 	for kind := range cur.workloads {
@@ -45,4 +43,40 @@ func (r *Reconciler) deleteObject(ctx context.Context, obj client.Object) error 
 		return fmt.Errorf("delete %T %s: %w", obj, obj.GetName(), err)
 	}
 	return nil
+}
+
+// applyObjects applies the node's ConfigMap, then its workload. For a new node (neither
+// exists) both are sent at once: its pod cannot start before its ConfigMap volume exists,
+// so no pod runs an older config. Otherwise the ConfigMap goes first, so that a template
+// changed for a new config never starts on the old one.
+func (r *Reconciler) applyObjects(ctx context.Context, node *valkeyv1.ValkeyNode, want *desired, rollFrom string, fresh bool) error {
+	owner := []client.ApplyOption{client.FieldOwner(valkeyv1.FieldManagerWorkload), client.ForceOwnership}
+	applyCM := func() error {
+		if err := r.Apply(ctx, buildConfigMap(node, want.config), owner...); err != nil {
+			return fmt.Errorf("apply ConfigMap %s: %w", valkeyv1.ConfigMapName(node.Name), err)
+		}
+		return nil
+	}
+	applyWL := func() error {
+		if err := r.Apply(ctx, buildWorkload(node, want, rollFrom), owner...); err != nil {
+			return fmt.Errorf("apply %s %s: %w", want.kind, valkeyv1.WorkloadName(node.Name), err)
+		}
+		return nil
+	}
+	if !fresh {
+		if err := applyCM(); err != nil {
+			return err
+		}
+		return applyWL()
+	}
+	var wg sync.WaitGroup
+	var cmErr error
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		cmErr = applyCM()
+	}()
+	wlErr := applyWL()
+	wg.Wait()
+	return errors.Join(cmErr, wlErr)
 }

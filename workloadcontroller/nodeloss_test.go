@@ -76,6 +76,7 @@ var _ = Describe("A lost Kubernetes node", func() {
 		ns := newNamespace(ctx)
 		k8sNode := createK8sNode(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { inCluster(n); withPersistence(n) })
+		playVolume(ctx, n, false, valkeyv1.ReasonCreating)
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
 		playVolume(ctx, n, true, valkeyv1.ReasonBound)
 		pv := localVolume(ctx, k8sNode, ns, valkeyv1.ClaimName(n.Name))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -114,7 +115,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if applyErr := r.applyStatus(ctx, node, res); applyErr != nil && !apierrors.IsNotFound(applyErr) {
 		err = errors.Join(err, applyErr)
 	}
-	return requeue.Settle(ctx, err)
+	out, err := requeue.Settle(ctx, err)
+	if err == nil && out.IsZero() && res.after > 0 {
+		out.RequeueAfter = res.after
+	}
+	return out, err
 }
 
 // observe reads the node's workloads, ConfigMap and pod from the cache.
@@ -172,6 +177,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	}
 	var res result
 	volumeOK := node.Spec.Persistence == nil || status.IsCurrentTrue(node, node.Status.Conditions, valkeyv1.ConditionVolumeReady)
+	if cur.workload() == nil && !volumeOK {
+		if wait := volumeUnreported(node, r.Options.VolumeReportGrace, time.Now()); wait > 0 {
+			return result{after: wait}, nil
+		}
+	}
 	if cur.workload() == nil {
 		res.ready, res.roll, err = r.create(ctx, node, cur, want, volumeOK)
 	} else {
@@ -193,8 +203,8 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 	roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "no workload yet")
 	if !volumeOK {
 		return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWaitingForVolume,
-			fmt.Sprintf("waiting for VolumeReady=True at generation %d before creating the workload that mounts claim %s",
-				node.Generation, valkeyv1.ClaimName(node.Name))), roll, nil
+			fmt.Sprintf("waiting for VolumeReady=True at generation %d before creating the workload that mounts claim %s%s",
+				node.Generation, valkeyv1.ClaimName(node.Name), volumeMissing(node))), roll, nil
 	}
 	if err := r.apply(ctx, node, cur, want, ""); err != nil {
 		return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err

@@ -8,6 +8,7 @@ package workloadcontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -47,11 +48,17 @@ type Options struct {
 	IgnoreNodes bool `mapstructure:"ignore-nodes"`
 	// MaxConcurrentReconciles is the number of ValkeyNodes reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+	// VolumeReportGrace is how long a new node with persistence, whose VolumeReady the
+	// volume controller has not written yet, goes without a WorkloadReady: that report
+	// normally comes within a moment, and WaitingForVolume would be superseded at once.
+	// Past it WorkloadReady=False, WaitingForVolume says that VolumeReady is missing.
+	VolumeReportGrace time.Duration `mapstructure:"-"`
 }
 
 // DefaultOptions are the settings used for zero values.
 func DefaultOptions() Options {
-	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID, MaxConcurrentReconciles: 8}
+	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID, MaxConcurrentReconciles: 8,
+		VolumeReportGrace: 10 * time.Second}
 }
 
 // Validate checks the settings.
@@ -64,6 +71,9 @@ func (o Options) Validate() error {
 	}
 	if o.MaxConcurrentReconciles < 0 {
 		return fmt.Errorf("max-concurrent-reconciles must not be negative, not %d", o.MaxConcurrentReconciles)
+	}
+	if o.VolumeReportGrace < 0 {
+		return fmt.Errorf("volume report grace must not be negative, not %s", o.VolumeReportGrace)
 	}
 	return nil
 }
@@ -78,6 +88,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = d.MaxConcurrentReconciles
+	}
+	if o.VolumeReportGrace == 0 {
+		o.VolumeReportGrace = d.VolumeReportGrace
 	}
 	return o
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +18,8 @@ type result struct {
 	ready    metav1.Condition
 	roll     metav1.Condition
 	workload valkeyv1.WorkloadStatus
+	// after, when set with no status observed, is when to look again (see volumeUnreported).
+	after time.Duration
 }
 
 // applyStatus applies WorkloadReady, RollPending and status.workload in one server-side apply.

@@ -58,7 +58,7 @@ var _ = Describe("Volume gate", func() {
 	It("with persistence creates nothing until VolumeReady=True, then mounts the claim at /data", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { inCluster(n); withPersistence(n) })
-
+		playVolume(ctx, n, false, valkeyv1.ReasonCreating)
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
 		Expect(statefulSet(ctx, n)()).To(BeNil())
 		Expect(configMap(ctx, n)()).To(BeEmpty())
@@ -332,6 +332,7 @@ var _ = Describe("Rolls", func() {
 	It("a volume size increase does not roll", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { inCluster(n); withPersistence(n) })
+		playVolume(ctx, n, false, valkeyv1.ReasonCreating)
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
 		playVolume(ctx, n, true, valkeyv1.ReasonBound)
 		runningReady(ctx, n, "10.0.4.1")

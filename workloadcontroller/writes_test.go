@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -68,6 +69,9 @@ var _ = Describe("Status writes", func() {
 			})
 		}
 		for _, n := range created {
+			playVolume(ctx, n, false, valkeyv1.ReasonCreating)
+		}
+		for _, n := range created {
 			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WaitingForVolume"))
 		}
 		for _, n := range created {
@@ -85,6 +89,40 @@ var _ = Describe("Status writes", func() {
 		// written; none of them changes the status.
 		Consistently(workloadApplies.in(ns)).Should(BeNumerically("<=", 2*nodes))
 		GinkgoWriter.Printf("workload status applies: %d for %d nodes\n", workloadApplies.in(ns)(), nodes)
+	})
+
+	It("during a fan-out are one per node when the volume is reported ready at once: nothing before VolumeReady is written", func(ctx context.Context) {
+		const nodes = 40
+		ns := newNamespace(ctx)
+		created := make([]*valkeyv1.ValkeyNode, nodes)
+		for i := range created {
+			created[i] = createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) {
+				n.Name = fmt.Sprintf("c-%d-0", i)
+				n.Spec.ClusterName = "c"
+				n.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+			})
+		}
+		// The volume controller reports a claim on a WaitForFirstConsumer class as ready in
+		// its first status apply.
+		for _, n := range created {
+			playVolume(ctx, n, true, valkeyv1.ReasonWaitingForFirstConsumer)
+		}
+		for _, n := range created {
+			waitStatefulSet(ctx, n)
+			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/Creating"))
+		}
+		Consistently(workloadApplies.in(ns)).Should(Equal(nodes))
+	})
+
+	It("report a node whose VolumeReady never comes as waiting for it, past the grace, and say so", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { inCluster(n); withPersistence(n) })
+		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady), workloadcontroller.DefaultOptions().VolumeReportGrace+5*time.Second).
+			Should(Equal("False/WaitingForVolume"))
+		c := status.Get(getNode(ctx, n).Status.Conditions, valkeyv1.ConditionWorkloadReady)
+		Expect(c.Message).To(ContainSubstring("has not reported VolumeReady"))
+		Expect(time.Since(getNode(ctx, n).CreationTimestamp.Time)).To(BeNumerically(">=", workloadcontroller.DefaultOptions().VolumeReportGrace-time.Second))
+		Expect(statefulSet(ctx, n)()).To(BeNil())
 	})
 
 	It("from a restarted controller are none for settled nodes", func(ctx context.Context) {
