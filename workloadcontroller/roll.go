@@ -72,7 +72,7 @@ func (r *Reconciler) keepUpToDate(ctx context.Context, node *valkeyv1.ValkeyNode
 	if rolling {
 		rollFrom = wl.rollFrom
 	}
-	drifted := cur.cm == nil || cur.cm.Data[ConfigFile] != want.config || wl.replicas != 1 || len(cur.workloads) > 1
+	drifted := cur.cm == nil || !configMatches(cur.cm, want.config) || wl.replicas != 1 || len(cur.workloads) > 1
 	if drifted || rollFrom != wl.rollFrom {
 		if err := r.apply(ctx, node, cur, want, rollFrom); err != nil {
 			if wl.rollFrom != "" {

@@ -97,29 +97,19 @@ func (o Options) withDefaults() Options {
 
 // CacheOptions are the filters of the controller's caches: only the StatefulSets,
 // Deployments, Pods and ConfigMaps the operator made; only the StatefulSet controller's
-// FailedCreate events; Kubernetes nodes without their image lists and managed fields (they
-// are few, and only their labels and Ready condition are read).
+// FailedCreate events. Workloads, pods, ConfigMaps and Kubernetes nodes are cached without
+// what the controller never reads (cachetransform.go): the pod template's spec above all,
+// and valkey.conf, of which a digest is kept.
 func CacheOptions() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
-		&appsv1.StatefulSet{}: managed,
-		&appsv1.Deployment{}:  managed,
-		&corev1.Pod{}:         managed,
-		&corev1.ConfigMap{}:   managed,
+		&appsv1.StatefulSet{}: {Label: managed.Label, Transform: slimWorkload},
+		&appsv1.Deployment{}:  {Label: managed.Label, Transform: slimWorkload},
+		&corev1.Pod{}:         {Label: managed.Label, Transform: slimPod},
+		&corev1.ConfigMap{}:   {Label: managed.Label, Transform: slimConfigMap},
 		&corev1.Event{}:       {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
 		&corev1.Node{}:        {Transform: slimNode},
 	}
-}
-
-// slimNode drops what the controller never reads of a Kubernetes node.
-func slimNode(o any) (any, error) {
-	if n, ok := o.(*corev1.Node); ok {
-		n.ManagedFields = nil
-		n.Status.Images = nil
-		n.Status.VolumesInUse = nil
-		n.Status.VolumesAttached = nil
-	}
-	return o, nil
 }
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch

@@ -46,6 +46,12 @@ type Manager struct {
 	// limit and leaves it to the API server's priority and fairness.
 	KubeAPIQPS   float32 `mapstructure:"kube-api-qps"`
 	KubeAPIBurst int     `mapstructure:"kube-api-burst"`
+	// PprofBindAddress is the address of the net/http/pprof endpoints; empty turns them off.
+	PprofBindAddress string `mapstructure:"pprof-bind-address"`
+	// MemoryLimit is the container's memory limit (a quantity; the deploy manifests pass
+	// limits.memory); MemoryLimitShare of it becomes the Go runtime's soft memory limit
+	// unless $GOMEMLIMIT is set. Empty: no soft limit.
+	MemoryLimit string `mapstructure:"memory-limit"`
 }
 
 // Default client rate to the API server: enough for the fan-out of a cluster of a thousand
@@ -68,6 +74,8 @@ func Flags(fs *pflag.FlagSet) {
 	fs.Bool("log-development", false, "human-readable development logs instead of JSON")
 	fs.Float32("kube-api-qps", DefaultKubeAPIQPS, "requests per second to the API server (in-cluster or --kubeconfig alike); -1 for no client-side limit")
 	fs.Int("kube-api-burst", DefaultKubeAPIBurst, "requests to the API server allowed at once above --kube-api-qps")
+	fs.String("pprof-bind-address", "", "address of the /debug/pprof endpoints (heap and CPU profiles); off when empty")
+	fs.String("memory-limit", "", "the container's memory limit (e.g. 256Mi or bytes): 90% of it becomes the Go soft memory limit unless $GOMEMLIMIT is set; none when empty")
 }
 
 // Load parses args into fs, binds the flags, environment and config file to viper, and
@@ -115,6 +123,9 @@ func (m Manager) Validate() error {
 	if m.KubeAPIQPS > 0 && m.KubeAPIBurst < 1 {
 		return fmt.Errorf("kube-api-burst must be at least 1, not %d", m.KubeAPIBurst)
 	}
+	if _, err := memoryLimit(m.MemoryLimit); err != nil {
+		return err
+	}
 	return nil
 }
 
@@ -137,6 +148,7 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 		level = zapcore.ErrorLevel
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(m.LogDevelopment), zap.Level(level)))
+	m.applyMemoryLimit()
 
 	cfg, err := m.restConfig()
 	if err != nil {
@@ -146,6 +158,7 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 		Scheme:                        Scheme(),
 		Metrics:                       metricsserver.Options{BindAddress: m.MetricsBindAddress},
 		HealthProbeBindAddress:        m.HealthProbeBindAddress,
+		PprofBindAddress:              m.PprofBindAddress,
 		LeaderElection:                m.LeaderElect,
 		LeaderElectionID:              name + ".valkey.io",
 		LeaderElectionNamespace:       m.LeaderElectionNamespace,

@@ -1,0 +1,85 @@
+package workloadcontroller
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// The cache transforms below drop what the controller never reads of a cached object (a
+// per-type Transform replaces the managers' default one, so each also drops managedFields).
+// The controller only writes by server-side apply of configurations it builds, never by
+// updating a cached object, so nothing dropped here is ever written back.
+
+// slimWorkload keeps of a StatefulSet or Deployment its metadata (name, UID, owner,
+// annotations), replicas, the pod template's metadata (AnnotationTemplateHash) and a
+// Deployment's status conditions (ReplicaFailure): see readWorkload. The pod template's
+// spec, the largest part, is never read: the template is compared by its hash annotation.
+func slimWorkload(o any) (any, error) {
+	switch w := o.(type) {
+	case *appsv1.StatefulSet:
+		w.ManagedFields = nil
+		w.Spec.Template.Spec = corev1.PodSpec{}
+		w.Spec.VolumeClaimTemplates = nil
+	case *appsv1.Deployment:
+		w.ManagedFields = nil
+		w.Spec.Template.Spec = corev1.PodSpec{}
+	}
+	return o, nil
+}
+
+// slimPod keeps of a pod its metadata (name, labels, AnnotationTemplateHash, timestamps),
+// status (phase, IP, conditions, container states) and spec.nodeName (IndexPodNodeName,
+// nodeLoss): see podReadiness, observedWorkload and nodeLoss.
+func slimPod(o any) (any, error) {
+	if p, ok := o.(*corev1.Pod); ok {
+		p.ManagedFields = nil
+		p.Spec = corev1.PodSpec{NodeName: p.Spec.NodeName}
+	}
+	return o, nil
+}
+
+// slimNode drops what the controller never reads of a Kubernetes node: only its labels
+// and Ready condition are read (nodeLoss, nodeReadyChanged).
+func slimNode(o any) (any, error) {
+	if n, ok := o.(*corev1.Node); ok {
+		n.ManagedFields = nil
+		n.Status.Images = nil
+		n.Status.VolumesInUse = nil
+		n.Status.VolumesAttached = nil
+	}
+	return o, nil
+}
+
+// cachedConfigDigest is an annotation that only the cached copy of a node's ConfigMap has:
+// the SHA-256 of its valkey.conf, which slimConfigMap keeps in place of the content.
+const cachedConfigDigest = "valkey.io/cached-config-sha256"
+
+// slimConfigMap keeps of a ConfigMap its metadata and the digest of its valkey.conf: the
+// controller only compares the content with the desired one (configMatches).
+func slimConfigMap(o any) (any, error) {
+	if cm, ok := o.(*corev1.ConfigMap); ok {
+		cm.ManagedFields = nil
+		if conf, ok := cm.Data[ConfigFile]; ok {
+			if cm.Annotations == nil {
+				cm.Annotations = map[string]string{}
+			}
+			cm.Annotations[cachedConfigDigest] = configDigest(conf)
+		}
+		cm.Data, cm.BinaryData = nil, nil
+	}
+	return o, nil
+}
+
+// configMatches tells whether the cached ConfigMap cm holds conf as its valkey.conf.
+func configMatches(cm *corev1.ConfigMap, conf string) bool {
+	d, ok := cm.Annotations[cachedConfigDigest]
+	return ok && d == configDigest(conf)
+}
+
+func configDigest(conf string) string {
+	sum := sha256.Sum256([]byte(conf))
+	return hex.EncodeToString(sum[:])
+}
