@@ -24,9 +24,9 @@ type PartitionOptions struct {
 	// Identity names this replica among the others (its pod's name).
 	Identity string `mapstructure:"identity"`
 	// PartitionLeaseDuration, PartitionRenewDeadline and PartitionRetryPeriod time the
-	// Leases: a replica gone hands its clusters over within a lease duration (plus up to two
-	// retry periods), and acts on a partition for at most the renew deadline after its last
-	// renewal.
+	// Leases: a replica gone hands its clusters over a lease duration after its last renewal
+	// (the others watch the Leases and wake at their expiry), and acts on a partition for at
+	// most the renew deadline after its last renewal.
 	PartitionLeaseDuration time.Duration `mapstructure:"partition-lease-duration"`
 	PartitionRenewDeadline time.Duration `mapstructure:"partition-renew-deadline"`
 	PartitionRetryPeriod   time.Duration `mapstructure:"partition-retry-period"`
@@ -61,7 +61,7 @@ func newPartitioned(mgr ctrl.Manager, opts Options) (*partitioned, error) {
 	if opts.Partitions == 0 {
 		return nil, nil
 	}
-	c, err := client.New(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+	c, err := client.NewWithWatch(mgr.GetConfig(), client.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
 	if err != nil {
 		return nil, err
 	}

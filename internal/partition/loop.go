@@ -19,23 +19,33 @@ const (
 	RoleMember    = "member"
 )
 
-// Start runs the loop until ctx ends: every RetryPeriod it reads the set's Leases, renews
-// its own, and acquires or releases partitions towards its fair share. When ctx ends the
+// Start runs the loop until ctx ends: every RetryPeriod, when a Lease held by another
+// replica expires by this replica's clock, and when a Lease is released, deleted or newly
+// held (seen by a watch when c can watch), it reads the set's Leases, renews its own, and
+// acquires or releases partitions towards its fair share. When ctx ends the
 // work in flight is cancelled and awaited, then the Leases are released (unless KeepOnStop).
 func (s *Set) Start(ctx context.Context) error {
 	s.mu.Lock()
 	s.base = ctx
 	s.mu.Unlock()
+	if w, ok := s.c.(client.WithWatch); ok {
+		go s.watchLeases(ctx, w)
+	}
 	t := time.NewTicker(s.cfg.RetryPeriod)
 	defer t.Stop()
 	for {
 		s.round(ctx)
+		expiry := time.NewTimer(s.nextExpiry(time.Now()))
 		select {
 		case <-ctx.Done():
+			expiry.Stop()
 			s.stop()
 			return nil
 		case <-t.C:
+		case <-s.wakeup:
+		case <-expiry.C:
 		}
+		expiry.Stop()
 	}
 }
 

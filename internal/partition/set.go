@@ -29,6 +29,8 @@ type Set struct {
 	releases sync.WaitGroup
 	// base is the loop's context, the parent of every hold's context.
 	base context.Context
+	// wakeup runs the loop's next round before its period (see wake).
+	wakeup chan struct{}
 }
 
 // hold is this replica's hold of one partition.
@@ -54,13 +56,15 @@ type observation struct {
 	at     time.Time
 }
 
-// New is the partition set of cfg; c must read from the API server (a manager's
-// APIReader-backed client or a plain client), not from a cache.
+// New is the partition set of cfg; c must read from the API server (a plain client), not
+// from a cache. When c is a client.WithWatch the set watches its Leases, and a dead
+// replica's partitions are taken a lease duration after their last renewal instead of up
+// to two retry periods later.
 func New(cfg Config, c client.Client, log logr.Logger) (*Set, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Set{cfg: cfg, c: c, log: log.WithValues("identity", cfg.Identity), held: map[int]*hold{}, seen: map[string]observation{}}, nil
+	return &Set{cfg: cfg, c: c, log: log.WithValues("identity", cfg.Identity), held: map[int]*hold{}, seen: map[string]observation{}, wakeup: make(chan struct{}, 1)}, nil
 }
 
 // Partitions is the number of partitions.

@@ -38,11 +38,12 @@ func leaderElection(own string) []access {
 	}
 }
 
-// partitions is what the topology controller's partition Leases need besides: listing them
-// and deleting the member Leases of replicas gone.
+// partitions is what the topology controller's partition Leases need besides: listing and
+// watching them, and deleting the member Leases of replicas gone.
 func partitions(own string) []access {
 	return []access{
 		{"list", "leases.coordination.k8s.io", own},
+		{"watch", "leases.coordination.k8s.io", own},
 		{"delete", "leases.coordination.k8s.io", own},
 	}
 }

@@ -1,0 +1,100 @@
+package partition
+
+import (
+	"context"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// watchLeases keeps this replica's observations of the set's Leases current between rounds:
+// a renewal is seen when the API server sends it, not at the next round, so a Lease's expiry
+// by the local clock (last change seen plus LeaseDuration) follows its last renewal by
+// milliseconds. A Lease released, deleted or newly held wakes the loop at once. The watch is
+// started again when the API server ends it.
+func (s *Set) watchLeases(ctx context.Context, w client.WithWatch) {
+	for ctx.Err() == nil {
+		var list coordinationv1.LeaseList
+		wi, err := w.Watch(ctx, &list, client.InNamespace(s.cfg.Namespace), client.MatchingLabels{LabelSet: s.cfg.Name})
+		if err != nil {
+			if ctx.Err() == nil {
+				s.log.V(1).Info("watch the partition leases failed; the loop polls", "error", err.Error())
+			}
+			select {
+			case <-ctx.Done():
+			case <-time.After(s.cfg.RetryPeriod):
+			}
+			continue
+		}
+		s.drain(ctx, wi)
+	}
+}
+
+// drain records every event of wi until it ends or ctx does.
+func (s *Set) drain(ctx context.Context, wi watch.Interface) {
+	defer wi.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-wi.ResultChan():
+			if !ok {
+				return
+			}
+			s.event(ev)
+		}
+	}
+}
+
+// event records one watch event. Seeing a change later than it happened only delays its
+// expiry here: observations stay on the safe side of the holder's renew deadline.
+func (s *Set) event(ev watch.Event) {
+	l, ok := ev.Object.(*coordinationv1.Lease)
+	if !ok {
+		return
+	}
+	s.mu.Lock()
+	o, seen := s.seen[l.Name]
+	wake := false
+	switch {
+	case ev.Type == watch.Deleted:
+		delete(s.seen, l.Name)
+		wake = true
+	case seen && o.rv == l.ResourceVersion:
+	default:
+		s.seen[l.Name] = observation{rv: l.ResourceVersion, holder: holderOf(l), at: time.Now()}
+		wake = !seen || o.holder != holderOf(l) || holderOf(l) == ""
+	}
+	s.mu.Unlock()
+	if wake {
+		s.wake()
+	}
+}
+
+// wake runs the loop's next round now.
+func (s *Set) wake() {
+	select {
+	case s.wakeup <- struct{}{}:
+	default:
+	}
+}
+
+// nextExpiry is how long until the first Lease held by another replica expires by this
+// replica's clock (RetryPeriod when none will): the loop runs a round then, so a dead
+// replica's partition is taken a lease duration after its last renewal was seen.
+func (s *Set) nextExpiry(now time.Time) time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	next := s.cfg.RetryPeriod
+	for _, o := range s.seen {
+		if o.holder == "" || o.holder == s.cfg.Identity {
+			continue
+		}
+		if left := o.at.Add(s.cfg.LeaseDuration).Sub(now); left > 0 && left < next {
+			next = left
+		}
+	}
+	return next
+}
