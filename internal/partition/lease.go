@@ -43,6 +43,7 @@ func (s *Set) write(ctx context.Context, l *coordinationv1.Lease, holder string,
 		l.Spec.AcquireTime = &now
 		l.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	}
+	leaseWrites.Inc()
 	return s.c.Update(ctx, l)
 }
 
@@ -62,6 +63,7 @@ func (s *Set) renewMember(ctx context.Context, l *coordinationv1.Lease) {
 	var err error
 	switch {
 	case l == nil:
+		leaseWrites.Inc()
 		err = s.c.Create(ctx, s.newLease(s.cfg.memberName(), RoleMember))
 	case holderOf(l) != s.cfg.Identity || s.dueForRenewal(last):
 		err = s.write(ctx, l, s.cfg.Identity, false)

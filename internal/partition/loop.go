@@ -116,6 +116,7 @@ func (s *Set) collectMembers(ctx context.Context, leases map[string]*coordinatio
 			continue
 		}
 		rv := l.ResourceVersion
+		leaseWrites.Inc()
 		if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
 			s.log.V(1).Info("delete a stale member lease failed", "lease", name, "error", err.Error())
 		}
@@ -167,6 +168,7 @@ func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lea
 		var err error
 		if l == nil {
 			l = s.newLease(name, RolePartition)
+			leaseWrites.Inc()
 			err = s.c.Create(ctx, l)
 		} else {
 			err = s.write(ctx, l, s.cfg.Identity, true)
@@ -202,6 +204,7 @@ func (s *Set) stop() {
 		ctx, cancel := context.WithTimeout(context.Background(), s.cfg.RetryPeriod)
 		defer cancel()
 		member := s.newLease(s.cfg.memberName(), RoleMember)
+		leaseWrites.Inc()
 		if err := client.IgnoreNotFound(s.c.Delete(ctx, member)); err != nil {
 			s.log.Info("delete the member lease failed; it expires", "error", err.Error())
 		}

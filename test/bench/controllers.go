@@ -75,8 +75,12 @@ func StartController(l Launch, name string) (*Controller, error) {
 	} else {
 		args = append(args, "--kubeconfig="+l.Kubeconfig)
 	}
-	if name == "workload-controller" {
+	switch name {
+	case "workload-controller":
 		args = append(args, "--start-image="+StartImage)
+	case "topology-controller":
+		// Sharded, as deployed: one replica holds every partition Lease.
+		args = append(args, "--partition-namespace=default")
 	}
 	c := &Controller{Name: name, Metrics: metrics, logs: &strings.Builder{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(filepath.Join(l.Dir, name), args...)

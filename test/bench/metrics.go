@@ -18,20 +18,24 @@ type Sample struct {
 	Requests map[string]float64
 	// HeapInuse and HeapAlloc are go_memstats_heap_inuse_bytes and go_memstats_heap_alloc_bytes.
 	HeapInuse, HeapAlloc float64
+	// LeaseWrites are the topology controller's writes of its partition Leases
+	// (valkey_partition_lease_writes_total): counted apart, as leader election would be.
+	LeaseWrites float64
 }
 
-// Writes is the number of write requests (WriteMethods) of the sample.
+// Writes is the number of write requests (WriteMethods) of the sample, less the partition
+// Lease writes: the writes the operator's objects cost.
 func (s Sample) Writes() float64 {
 	var n float64
 	for _, m := range WriteMethods {
 		n += s.Requests[m]
 	}
-	return n
+	return n - s.LeaseWrites
 }
 
 // Minus is the difference of the request counts of s and an earlier sample.
 func (s Sample) Minus(earlier Sample) Sample {
-	d := Sample{Requests: map[string]float64{}, HeapInuse: s.HeapInuse, HeapAlloc: s.HeapAlloc}
+	d := Sample{Requests: map[string]float64{}, HeapInuse: s.HeapInuse, HeapAlloc: s.HeapAlloc, LeaseWrites: s.LeaseWrites - earlier.LeaseWrites}
 	for m, v := range s.Requests {
 		d.Requests[m] = v - earlier.Requests[m]
 	}
@@ -43,6 +47,9 @@ func (s Sample) String() string {
 	parts := make([]string, 0, len(WriteMethods))
 	for _, m := range WriteMethods {
 		parts = append(parts, fmt.Sprintf("%s %.0f", m, s.Requests[m]))
+	}
+	if s.LeaseWrites > 0 {
+		parts = append(parts, fmt.Sprintf("of which partition Lease writes %.0f (not counted)", s.LeaseWrites))
 	}
 	return strings.Join(parts, ", ")
 }
@@ -94,6 +101,8 @@ func ParseMetrics(r io.Reader) (Sample, error) {
 			s.HeapInuse = value
 		case "go_memstats_heap_alloc_bytes":
 			s.HeapAlloc = value
+		case "valkey_partition_lease_writes_total":
+			s.LeaseWrites = value
 		}
 	}
 	return s, sc.Err()
