@@ -65,8 +65,9 @@ func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 // convergingIn describes what Valkey has yet to settle by itself this round: a wanted node
 // whose pod is ready but that is not ClusterJoined yet (meeting the cluster, a replica
 // whose link to its primary is not up, a server not answering yet; not one kept out because
-// its keys exist nowhere else), and, once every slot is assigned, a member that does not
-// report cluster_state ok yet (the slots' owners are still spreading by gossip). Nodes whose pods are not ready are not listed: their
+// its keys exist nowhere else), a primary whose own slots the seed does not show yet (its
+// new slots are spreading by gossip), and, once every slot is assigned, a member that does
+// not report cluster_state ok yet. Nodes whose pods are not ready are not listed: their
 // WorkloadReady wakes the controller.
 func convergingIn(st *clusterState) []string {
 	var why []string
@@ -80,12 +81,32 @@ func convergingIn(st *clusterState) []string {
 			why = append(why, n.Name+": "+o.joined.Message)
 		}
 	}
+	why = append(why, slotsNotSpread(st)...)
 	if assignedSlots(st) != TotalSlots {
 		return why
 	}
 	for _, m := range st.sortedMembers() {
 		if st.inCluster(m) && m.state != "ok" {
 			why = append(why, fmt.Sprintf("%s reports cluster_state %s", m.node.Name, m.state))
+		}
+	}
+	return why
+}
+
+// slotsNotSpread lists the primaries that report more slots of their own than the seed's
+// view gives them: slots assigned a round ago that gossip has not brought to the seed yet.
+func slotsNotSpread(st *clusterState) []string {
+	var why []string
+	for _, m := range st.sortedMembers() {
+		if !m.reachable() || !m.self.Primary() || m == st.seed {
+			continue
+		}
+		seen := 0
+		if n := st.view[m.id()]; n != nil {
+			seen = n.SlotCount()
+		}
+		if own := m.self.SlotCount(); own > seen {
+			why = append(why, fmt.Sprintf("%s owns %d slots, the seed sees %d", m.node.Name, own, seen))
 		}
 	}
 	return why

@@ -1,6 +1,13 @@
 package topologycontroller
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
 
 // A primary that was just given slots knows them before the seed does: the slots are not
 // free, and are not assigned again (Valkey would refuse them as busy).
@@ -20,10 +27,14 @@ func TestSlotOwnersCountsSlotsTheSeedHasNotSeenYet(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := &member{self: &seedView[0]}
-	b := &member{self: &bView[0]}
-	c := &member{self: &cView[0]}
+	node := func(name string) *valkeyv1.ValkeyNode {
+		return &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	}
+	a := &member{node: node("a"), self: &seedView[0]}
+	b := &member{node: node("b"), self: &bView[0]}
+	c := &member{node: node("c"), self: &cView[0]}
 	st := &clusterState{
+		nodes:   []*valkeyv1.ValkeyNode{a.node, b.node, c.node},
 		members: map[string]*member{"a": a, "b": b, "c": c},
 		seed:    a,
 		view:    map[string]*clusterNode{},
@@ -44,5 +55,11 @@ func TestSlotOwnersCountsSlotsTheSeedHasNotSeenYet(t *testing.T) {
 	}
 	if got := len(owned["cccc"]); got != 0 {
 		t.Errorf("cccc owns %d slots, want none", got)
+	}
+
+	// Until the seed sees them, the round is not settled: the controller looks again soon.
+	why := slotsNotSpread(st)
+	if len(why) != 1 || !strings.HasPrefix(why[0], "b owns 5462 slots, the seed sees 0") {
+		t.Errorf("slots not spread yet: %q, want b's alone", why)
 	}
 }

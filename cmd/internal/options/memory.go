@@ -38,13 +38,28 @@ func softMemoryLimit(limit int64, gomemlimit string) int64 {
 	return int64(float64(limit) * MemoryLimitShare)
 }
 
-// applyMemoryLimit sets the soft memory limit from --memory-limit. Near the limit the
+// GCPercent is the garbage collector's pace when $GOGC is not set: a new cycle once the heap
+// has grown by half since the last one (Go's default is 100, a doubling). A controller's
+// live heap is mostly its caches, a few tens of MiB, which a cycle scans in milliseconds:
+// pacing at 50 keeps resident memory about a quarter lower for little CPU.
+const GCPercent = 50
+
+// applyGCPercent sets GCPercent unless $GOGC, which the runtime read itself, is set.
+func applyGCPercent(gogc string) {
+	if gogc == "" {
+		debug.SetGCPercent(GCPercent)
+	}
+}
+
+// applyMemorySettings sets the pace of the garbage collector (GCPercent, see applyGCPercent)
+// and the soft memory limit from --memory-limit. Near the limit the
 // garbage collector runs more often, but the runtime caps its CPU share (about half), so a
 // live heap close to the limit slows the controller instead of thrashing it; GOGC stays at
-// its default below the limit.
-func (m Manager) applyMemoryLimit() {
+// GCPercent below the limit.
+func (m Manager) applyMemorySettings() {
 	limit, _ := memoryLimit(m.MemoryLimit) // checked by Validate
 	if soft := softMemoryLimit(limit, os.Getenv("GOMEMLIMIT")); soft > 0 {
 		debug.SetMemoryLimit(soft)
 	}
+	applyGCPercent(os.Getenv("GOGC"))
 }

@@ -1,6 +1,9 @@
 package options
 
-import "testing"
+import (
+	"runtime/debug"
+	"testing"
+)
 
 // --memory-limit (the container's limit, as the deploy manifests pass it in bytes) becomes a
 // soft limit of 90% of it, unless $GOMEMLIMIT was set.
@@ -43,5 +46,17 @@ func TestPprofOffByDefault(t *testing.T) {
 	}
 	if m := load(t, "--pprof-bind-address=127.0.0.1:6060"); m.PprofBindAddress != "127.0.0.1:6060" {
 		t.Errorf("pprof-bind-address %q", m.PprofBindAddress)
+	}
+}
+
+func TestGCPercentUnlessGOGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	applyGCPercent("200")
+	if got := debug.SetGCPercent(100); got != 100 {
+		t.Errorf("with $GOGC set the pace was changed to %d", got)
+	}
+	applyGCPercent("")
+	if got := debug.SetGCPercent(100); got != GCPercent {
+		t.Errorf("without $GOGC the pace is %d, want %d", got, GCPercent)
 	}
 }

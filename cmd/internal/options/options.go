@@ -148,7 +148,7 @@ func NewManager(name string, m Manager, byObject map[client.Object]cache.ByObjec
 		level = zapcore.ErrorLevel
 	}
 	ctrl.SetLogger(zap.New(zap.UseDevMode(m.LogDevelopment), zap.Level(level)))
-	m.applyMemoryLimit()
+	m.applyMemorySettings()
 
 	cfg, err := m.restConfig()
 	if err != nil {
