@@ -12,12 +12,14 @@ import (
 
 // While Valkey converges on its own (a replica syncing with its primary, gossip spreading
 // a MEET or new slot owners), nothing in Kubernetes changes to wake the controller: it looks
-// again after convergeFirst, then after twice as long each round in a row, at most
+// again after convergeFirst for convergeSteady rounds (a replica's first sync or a gossip
+// round takes a second or two), then after twice as long each round in a row, at most
 // convergeMax (and never later than resync-period). Only a converged cluster waits
 // resync-period.
 const (
-	convergeFirst = short
-	convergeMax   = 2 * time.Second
+	convergeFirst  = short
+	convergeSteady = 10
+	convergeMax    = 2 * time.Second
 )
 
 // convergeBook counts, per ValkeyCluster, the rounds in a row that found Valkey still
@@ -35,7 +37,7 @@ func (b *convergeBook) next(uid types.UID, limit time.Duration) time.Duration {
 	if b.rounds == nil {
 		b.rounds = map[types.UID]int{}
 	}
-	d := convergeFirst << min(b.rounds[uid], 8)
+	d := convergeFirst << min(max(b.rounds[uid]-convergeSteady, 0), 8)
 	b.rounds[uid]++
 	return min(d, convergeMax, limit)
 }

@@ -8,14 +8,15 @@ import (
 )
 
 // Rounds in a row that find Valkey converging look again sooner than resync-period:
-// 0.5 s, then twice as long, at most 2 s; a converged round starts over.
+// 0.5 s for ten rounds, then twice as long, at most 2 s; a converged round starts over.
 func TestConvergeBookBacksOff(t *testing.T) {
 	var b convergeBook
 	var got []time.Duration
-	for range 5 {
+	for range 14 {
 		got = append(got, b.next(types.UID("a"), 30*time.Second))
 	}
-	want := []time.Duration{500 * time.Millisecond, time.Second, 2 * time.Second, 2 * time.Second, 2 * time.Second}
+	half := 500 * time.Millisecond
+	want := []time.Duration{half, half, half, half, half, half, half, half, half, half, half, time.Second, 2 * time.Second, 2 * time.Second}
 	for i := range want {
 		if got[i] != want[i] {
 			t.Fatalf("delays %v, want %v", got, want)
