@@ -207,6 +207,9 @@ func TestRestartedReplicaResyncsPartially(t *testing.T) {
 	replica.must(replica.B().ClusterReplicate().NodeId(primaryID).Build())
 	linkUp := func() bool { return replica.info("replication")["master_link_status"] == "up" }
 	waitFor(t, "the replication link", linkUp)
+	// The first sync starts at once (repl-diskless-sync-delay 0): the link can be up before
+	// the primary serves its slots.
+	waitFor(t, "cluster_state:ok", func() bool { return primary.clusterInfo()["cluster_state"] == "ok" })
 	big := strings.Repeat("x", 10000)
 	for i := 0; i < 200; i++ { // 2MB: more than the backlog
 		primary.must(primary.B().Set().Key(fmt.Sprintf("before-%d", i)).Value(big).Build())
