@@ -97,13 +97,28 @@ func (s *Set) expired(name string, now time.Time) bool {
 	return !ok || o.holder == "" || now.Sub(o.at) >= s.cfg.LeaseDuration
 }
 
-// liveMembers counts the replicas alive: this one and every member Lease not expired.
+// liveMembers counts the replicas alive: this one and every member Lease not expired, less
+// the replicas whose partition Leases have all expired. A replica renews its member Lease and
+// its partitions in the same rounds, but not always in the same one: without this, a dead
+// replica would count until its member Lease expired too, and the others, at their fair
+// share already, would take its expired partitions only then, up to a renewal later.
 func (s *Set) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) int {
+	held, fresh := map[string]bool{}, map[string]bool{}
+	for name, l := range leases {
+		if h := holderOf(l); l.Labels[LabelRole] == RolePartition && h != "" {
+			held[h] = true
+			fresh[h] = fresh[h] || !s.expired(name, now)
+		}
+	}
 	live := 1
 	for name, l := range leases {
-		if l.Labels[LabelRole] == RoleMember && name != s.cfg.memberName() && !s.expired(name, now) {
-			live++
+		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || s.expired(name, now) {
+			continue
 		}
+		if h := holderOf(l); held[h] && !fresh[h] {
+			continue // every partition it held has expired: it is gone
+		}
+		live++
 	}
 	return live
 }
