@@ -9,9 +9,9 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// A replica whose partition Leases have all expired is gone, even while its member Lease,
-// renewed in a later round, has not expired yet: the others' share grows at once, so they
-// take its partitions a lease duration after their last renewal.
+// A replica holding an expired partition Lease is gone, even while its member Lease and its
+// other partitions, renewed in later rounds, have not expired yet: the others' share grows
+// at once, so they take each of its partitions a lease duration after its last renewal.
 func TestReplicaWithEveryPartitionExpiredIsNotAlive(t *testing.T) {
 	s := testSet(t)
 	lease := func(name, role, holder string) *coordinationv1.Lease {
@@ -22,6 +22,7 @@ func TestReplicaWithEveryPartitionExpiredIsNotAlive(t *testing.T) {
 	}
 	leases := map[string]*coordinationv1.Lease{
 		"n-p00":     lease("n-p00", RolePartition, "dead"),
+		"n-p02":     lease("n-p02", RolePartition, "dead"),
 		"n-m-dead":  lease("n-m-dead", RoleMember, "dead"),
 		"n-p01":     lease("n-p01", RolePartition, "other"),
 		"n-m-other": lease("n-m-other", RoleMember, "other"),
@@ -31,13 +32,14 @@ func TestReplicaWithEveryPartitionExpiredIsNotAlive(t *testing.T) {
 	if live := s.liveMembers(leases, start); live != 3 {
 		t.Fatalf("live replicas %d, want 3 (me, dead, other) while every Lease is fresh", live)
 	}
-	// Everything but the dead replica's member Lease and the other's Leases has expired.
+	// The dead replica's first partition has expired; its member Lease and its other
+	// partition were renewed later, as were the other replica's Leases.
 	later := start.Add(s.cfg.LeaseDuration)
-	for _, name := range []string{"n-m-dead", "n-p01", "n-m-other"} {
+	for _, name := range []string{"n-m-dead", "n-p02", "n-p01", "n-m-other"} {
 		leases[name].ResourceVersion = "2"
 	}
 	s.observe(leases, later.Add(-time.Second))
 	if live := s.liveMembers(leases, later); live != 2 {
-		t.Errorf("live replicas %d, want 2: dead holds only expired partitions", live)
+		t.Errorf("live replicas %d, want 2: dead holds an expired partition", live)
 	}
 }

@@ -98,16 +98,16 @@ func (s *Set) expired(name string, now time.Time) bool {
 }
 
 // liveMembers counts the replicas alive: this one and every member Lease not expired, less
-// the replicas whose partition Leases have all expired. A replica renews its member Lease and
-// its partitions in the same rounds, but not always in the same one: without this, a dead
-// replica would count until its member Lease expired too, and the others, at their fair
-// share already, would take its expired partitions only then, up to a renewal later.
+// the replicas holding a partition Lease that has expired. A live replica renews each of
+// its partitions well before it expires (and stops acting on one it could not renew), so
+// an expired one means its holder is gone or cut off. Without this, a dead replica would
+// count until its member Lease expired too, and the others, at their fair share already,
+// would take its expired partitions only then, up to a renewal later.
 func (s *Set) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time) int {
-	held, fresh := map[string]bool{}, map[string]bool{}
+	lapsed := map[string]bool{}
 	for name, l := range leases {
-		if h := holderOf(l); l.Labels[LabelRole] == RolePartition && h != "" {
-			held[h] = true
-			fresh[h] = fresh[h] || !s.expired(name, now)
+		if h := holderOf(l); l.Labels[LabelRole] == RolePartition && h != "" && s.expired(name, now) {
+			lapsed[h] = true
 		}
 	}
 	live := 1
@@ -115,8 +115,8 @@ func (s *Set) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time
 		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || s.expired(name, now) {
 			continue
 		}
-		if h := holderOf(l); held[h] && !fresh[h] {
-			continue // every partition it held has expired: it is gone
+		if lapsed[holderOf(l)] {
+			continue // a partition it held has expired: it is gone
 		}
 		live++
 	}
