@@ -133,8 +133,8 @@ func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]strin
 			taken[slot] = true
 		}
 	}
-	for _, m := range st.members {
-		if !m.reachable() || !m.self.Primary() || m.self.SlotCount() == 0 {
+	for _, m := range st.sortedMembers() { // in node order: the same owner every round
+		if !m.self.Primary() || m.self.SlotCount() == 0 {
 			continue
 		}
 		added := false

@@ -100,7 +100,7 @@ func convergingIn(st *clusterState) []string {
 func slotsNotSpread(st *clusterState) []string {
 	var why []string
 	for _, m := range st.sortedMembers() {
-		if !m.reachable() || !m.self.Primary() || m == st.seed {
+		if !m.self.Primary() || m == st.seed {
 			continue
 		}
 		seen := 0
