@@ -67,8 +67,10 @@ func (s *Set) round(ctx context.Context) {
 	s.renewMember(ctx, leases[s.cfg.memberName()])
 	s.collectMembers(ctx, leases, now)
 	share := s.cfg.share(s.liveMembers(leases, now))
-	s.renewHeld(ctx, leases)
+	// Expired partitions first: a round woken by an expiry takes them before the writes
+	// that renew what it holds (those are due well before their deadline).
 	s.acquire(ctx, leases, share, now)
+	s.renewHeld(ctx, leases)
 	s.releaseAbove(share)
 }
 
@@ -193,6 +195,7 @@ func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lea
 			continue
 		}
 		s.gain(p, sent, l)
+		leases[name] = l // renewHeld, later in the round, finds it held
 	}
 }
 
