@@ -186,12 +186,24 @@ type ServerSpec struct {
 	// +optional
 	Persistence *PersistenceSpec `json:"persistence,omitempty"`
 
-	// PasswordSecret holds the server password. On a ValkeyCluster it is fixed when the
-	// cluster is created (running servers keep the password they started with), and when
-	// omitted the operator generates the Secret <cluster>-auth, which every node then names.
-	// A ValkeyNode outside any cluster without it runs without a password.
+	// PasswordSecret holds the password of Valkey's default user. On a ValkeyCluster it may
+	// change (the new password is applied live; for a change without refused clients, list
+	// the default user in spec.users with both Secrets instead), and when omitted the
+	// operator generates the Secret <cluster>-auth, which every node then names. A
+	// ValkeyNode outside any cluster without it runs without a password.
 	// +optional
 	PasswordSecret *SecretKeyRef `json:"passwordSecret,omitempty"`
+
+	// TLS turns TLS on for clients, replication and the cluster bus. It is fixed when the
+	// cluster is created.
+	// +optional
+	// +kubebuilder:validation:XValidation:rule="has(self.secretName) == has(oldSelf.secretName) && (!has(self.secretName) || self.secretName == oldSelf.secretName)",message="tls.secretName cannot change: servers trusting different CAs cannot talk"
+	TLS *TLSSpec `json:"tls,omitempty"`
+
+	// Announce is how nodes name themselves to clients in redirects: ip (default) or
+	// hostname (their DNS names under the cluster's headless Service).
+	// +optional
+	Announce Announce `json:"announce,omitempty"`
 
 	// Scheduling places the pods: shard anti-affinity, node selector, affinity, tolerations,
 	// priority class and topology spread. Changing it rolls the pods one at a time.

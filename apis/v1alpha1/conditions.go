@@ -14,6 +14,9 @@ var (
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
 	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
+	// AccessConditions are the ValkeyCluster conditions reported only when their part of
+	// the spec is set (spec.tls, spec.users).
+	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied}
 )
 
 // Finalizers.
@@ -186,4 +189,41 @@ const (
 	// ReasonPasswordRejected (Ready=False): servers refuse the password in the Secret (its
 	// value was changed after they started); nothing is done in Valkey until they accept it.
 	ReasonPasswordRejected = "PasswordRejected"
+)
+
+// ValkeyCluster conditions of client access (writer: topology controller). Each is reported
+// only when its part of the spec is set.
+const (
+	// ConditionTLSReady is True when the cluster's certificate Secret is whole, its
+	// certificate covers the names clients use and every node serves it (reason
+	// CertificateServed). While False, nothing running changes: no roll is approved and
+	// no certificate is reloaded.
+	ConditionTLSReady = "TLSReady"
+	// ConditionUsersApplied is True when every node has exactly the users of spec.users
+	// (reason UsersApplied). While False, the users already applied stay as they are.
+	ConditionUsersApplied = "UsersApplied"
+
+	ReasonCertificateServed = "CertificateServed"
+	// ReasonTLSSecretMissing (TLSReady=False): tls.secretName names no Secret.
+	ReasonTLSSecretMissing = "TLSSecretMissing"
+	// ReasonTLSSecretInvalid (TLSReady=False): the Secret lacks tls.crt, tls.key or
+	// ca.crt, or one does not parse, or the key does not match the certificate, or the
+	// certificate is not signed by ca.crt or has expired.
+	ReasonTLSSecretInvalid = "TLSSecretInvalid"
+	// ReasonCertificateNamesNotCovered (TLSReady=False): the certificate does not cover
+	// some name clients use; the message lists them.
+	ReasonCertificateNamesNotCovered = "CertificateNamesNotCovered"
+	// ReasonCertificateReloading (TLSReady=False): a renewed certificate is being loaded by
+	// the servers (without a restart).
+	ReasonCertificateReloading = "CertificateReloading"
+
+	ReasonUsersApplied = "UsersApplied"
+	// ReasonUserSecretMissing (UsersApplied=False): a user's password Secret, or its key, is
+	// missing.
+	ReasonUserSecretMissing = "UserSecretMissing"
+	// ReasonACLRuleRefused (UsersApplied=False): Valkey refused a user's rules; the message
+	// has the user and the server's error.
+	ReasonACLRuleRefused = "ACLRuleRefused"
+	// ReasonApplyingUsers (UsersApplied=False): users are being applied to the nodes.
+	ReasonApplyingUsers = "ApplyingUsers"
 )

@@ -87,3 +87,15 @@ const (
 	// deleted were deleted.
 	EventWorkloadDeleted = "WorkloadDeleted"
 )
+
+// Event reasons of client access (topology controller, on the ValkeyCluster). A bad input is
+// reported with the condition's reason as the event reason (TLSSecretMissing,
+// TLSSecretInvalid, CertificateNamesNotCovered, UserSecretMissing, ACLRuleRefused).
+const (
+	EventServiceCreated      = "ServiceCreated"
+	EventCertificateIssued   = "CertificateIssued"
+	EventCertificateReloaded = "CertificateReloaded"
+	EventUserApplied         = "UserApplied"
+	EventUserRemoved         = "UserRemoved"
+	EventOperatorUserCreated = "OperatorUserCreated"
+)

@@ -86,6 +86,37 @@ func NetworkPolicyName(cluster string) string { return "valkey-" + cluster }
 // PasswordSecretName is the name of the Secret generated for a cluster without one.
 func PasswordSecretName(cluster string) string { return cluster + "-auth" }
 
+// ClientServiceName is the ClusterIP Service selecting a cluster's ready pods: the seed
+// address of cluster-aware clients.
+func ClientServiceName(cluster string) string { return "valkey-" + cluster }
+
+// HeadlessServiceName is the headless Service that gives each pod of a cluster the DNS name
+// <node>.<HeadlessServiceName>.<namespace>.svc.<cluster domain>.
+func HeadlessServiceName(cluster string) string { return "valkey-" + cluster + "-nodes" }
+
+// OperatorUser is the Valkey ACL user the operator and the pods' probes authenticate as on
+// nodes of a cluster: never the default user.
+const OperatorUser = "valkey-operator"
+
+// OperatorSecretName is the generated Secret holding OperatorUser's password (key
+// DefaultPasswordKey).
+func OperatorSecretName(cluster string) string { return cluster + "-operator" }
+
+// ACLSecretName is the Secret, written by the topology controller, holding the cluster's
+// users (key ACLFileKey: ACL rules with hashed passwords) that a node's server starts with.
+func ACLSecretName(cluster string) string { return cluster + "-acl" }
+
+// ACLFileKey is the key of the ACL Secret holding the users' ACL lines.
+const ACLFileKey = "users.acl"
+
+// TLSSecretName is the Secret with the servers' certificate (tls.crt, tls.key, ca.crt)
+// that the topology controller issues for a cluster with tls.generate.
+func TLSSecretName(cluster string) string { return cluster + "-tls" }
+
+// CASecretName is the Secret with the CA (tls.crt, tls.key) that the topology controller
+// keeps for a cluster with tls.generate; it is never mounted in a pod.
+func CASecretName(cluster string) string { return cluster + "-ca" }
+
 // NodeLabels are the labels of a ValkeyNode and of everything made for it.
 func NodeLabels(n *ValkeyNode) map[string]string {
 	l := map[string]string{
@@ -112,4 +143,18 @@ func (n *ValkeyNode) PasswordSecretRef() *SecretKeyRef {
 		ref.Key = DefaultPasswordKey
 	}
 	return &ref
+}
+
+// TLSSecret is the name of the Secret holding the node's certificate, "" without TLS:
+// tls.secretName, or the generated TLSSecretName of its cluster.
+func (n *ValkeyNode) TLSSecret() string {
+	switch {
+	case n.Spec.TLS == nil:
+		return ""
+	case n.Spec.TLS.SecretName != "":
+		return n.Spec.TLS.SecretName
+	case n.Spec.ClusterName != "":
+		return TLSSecretName(n.Spec.ClusterName)
+	}
+	return ""
 }

@@ -133,23 +133,60 @@ var _ = Describe("ValkeyCluster admission", func() {
 		expectRejected(k8s.Create(ctx, u), "spec.persistence.size")
 	})
 
-	It("refuses adding, changing or removing the password Secret, and accepts other changes beside it", func() {
-		c := persistentCluster(ns)
-		Expect(k8s.Create(ctx, c)).To(Succeed())
-		c.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine"}
-		expectRejected(k8s.Update(ctx, c), "passwordSecret cannot be added, changed or removed")
-
+	It("accepts changing the password Secret of a running cluster", func() {
 		d := persistentCluster(ns)
 		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine"}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		Expect(d.Spec.PasswordSecret.Key).To(Equal(v1.DefaultPasswordKey), "key defaulted")
-		d.Spec.Shards = 4
+		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine-2", Key: "other"}
 		Expect(k8s.Update(ctx, d)).To(Succeed())
-		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine", Key: "other"}
-		expectRejected(k8s.Update(ctx, d), "passwordSecret cannot be added, changed or removed")
+	})
+
+	It("refuses tls with both or neither of secretName and generate", func() {
+		c := persistentCluster(ns)
+		c.Spec.TLS = &v1.TLSSpec{SecretName: "certs", Generate: true}
+		expectRejected(k8s.Create(ctx, c), "tls: set exactly one of secretName and generate: true")
+		c.Spec.TLS = &v1.TLSSpec{}
+		expectRejected(k8s.Create(ctx, c), "tls: set exactly one of secretName and generate: true")
+		c.Spec.TLS = &v1.TLSSpec{Generate: true, PlaintextPort: ptr.To[int32](6379)}
+		expectRejected(k8s.Create(ctx, c), "tls.plaintextPort must differ")
+	})
+
+	It("refuses adding, removing or switching tls on a running cluster, and accepts a plaintext port beside it", func() {
+		c := persistentCluster(ns)
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.TLS = &v1.TLSSpec{Generate: true}
+		expectRejected(k8s.Update(ctx, c), "tls cannot be added or removed on an existing cluster")
+
+		d := persistentCluster(ns)
+		d.Spec.TLS = &v1.TLSSpec{SecretName: "certs"}
+		Expect(k8s.Create(ctx, d)).To(Succeed())
+		d.Spec.TLS.PlaintextPort = ptr.To[int32](6380)
+		Expect(k8s.Update(ctx, d)).To(Succeed())
+		d.Spec.TLS = &v1.TLSSpec{SecretName: "other-certs"}
+		expectRejected(k8s.Update(ctx, d), "tls.secretName cannot change")
+		d.Spec.TLS = &v1.TLSSpec{Generate: true}
+		expectRejected(k8s.Update(ctx, d), "tls.secretName cannot change")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
-		d.Spec.PasswordSecret = nil
-		expectRejected(k8s.Update(ctx, d), "passwordSecret cannot be added, changed or removed")
+		d.Spec.TLS = nil
+		expectRejected(k8s.Update(ctx, d), "tls cannot be added or removed")
+	})
+
+	It("refuses user rules that set passwords or switch the user, and the operator's reserved name", func() {
+		c := persistentCluster(ns)
+		pw := []v1.SecretKeyRef{{Name: "app-pw"}}
+		for _, rule := range []string{">secret", "<secret", "#abc", "!abc", "nopass", "on", "reset"} {
+			c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", rule}}}
+			expectRejected(k8s.Create(ctx, c), "users[].rules may not set passwords")
+		}
+		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:* +@all"}}}
+		expectRejected(k8s.Create(ctx, c), "one rule per item")
+		c.Spec.Users = []v1.UserSpec{{Name: v1.OperatorUser, PasswordSecrets: pw}}
+		expectRejected(k8s.Create(ctx, c), "valkey-operator is reserved")
+		c.Spec.Users = []v1.UserSpec{{Name: "app"}}
+		expectRejected(k8s.Create(ctx, c), "passwordSecrets")
+		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", "+@read", "+@write"}}, {Name: "default", PasswordSecrets: pw}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 
 	It("accepts adding persistence to a running cluster", func() {

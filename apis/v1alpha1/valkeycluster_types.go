@@ -9,7 +9,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
-// +kubebuilder:validation:XValidation:rule="has(self.passwordSecret) == has(oldSelf.passwordSecret) && (!has(self.passwordSecret) || self.passwordSecret == oldSelf.passwordSecret)",message="passwordSecret cannot be added, changed or removed on an existing cluster: its servers keep the password they started with"
+// +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be added or removed on an existing cluster: servers with and without TLS cannot talk"
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries the 16384 hash slots are split across.
 	// +optional
@@ -28,6 +28,15 @@ type ValkeyClusterSpec struct {
 
 	// ServerSpec is how every node's server runs; each ValkeyNode gets a copy.
 	ServerSpec `json:",inline"`
+
+	// Users are Valkey ACL users, applied live on every node. When set, the default user is
+	// off unless listed by the name "default". The operator itself uses its own user,
+	// valkey-operator, whose password is in the Secret <cluster>-operator.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=32
+	Users []UserSpec `json:"users,omitempty"`
 
 	// Network is who may reach the servers: the NetworkPolicy the operator writes.
 	// +optional
