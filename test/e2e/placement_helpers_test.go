@@ -1,8 +1,10 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"os/exec"
 	"sort"
 	"strconv"
 	"strings"
@@ -308,4 +310,34 @@ func handedOverInLog(c *v1.ValkeyCluster, n v1.ValkeyNode, since time.Time) bool
 	out, err := kubectl("-n", c.Namespace, "logs", p.Status.Workload.PodName, "--since-time="+since.UTC().Format(time.RFC3339))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 	return strings.Contains(out, "Manual failover user request accepted")
+}
+
+// followLogs follows the logs of the nodes' pods until they end (the pod stops) or stop is
+// called; stop returns the lines of each node that contain want.
+func followLogs(c *v1.ValkeyCluster, nodes []v1.ValkeyNode, want string) (stop func() map[string][]string) {
+	type follow struct {
+		cmd *exec.Cmd
+		out *bytes.Buffer
+	}
+	follows := map[string]follow{}
+	for _, n := range nodes {
+		out := &bytes.Buffer{}
+		cmd := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", c.Namespace, "logs", "-f", n.Status.Workload.PodName)
+		cmd.Stdout, cmd.Stderr = out, out
+		Expect(cmd.Start()).To(Succeed())
+		follows[n.Name] = follow{cmd, out}
+	}
+	return func() map[string][]string {
+		lines := map[string][]string{}
+		for name, f := range follows {
+			_ = f.cmd.Process.Kill()
+			_ = f.cmd.Wait()
+			for _, l := range strings.Split(f.out.String(), "\n") {
+				if strings.Contains(l, want) {
+					lines[name] = append(lines[name], l)
+				}
+			}
+		}
+		return lines
+	}
 }

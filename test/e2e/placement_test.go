@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -68,12 +69,16 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		w := startAckWriter(cluster, "drain")
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 		obs := observeDrain(cluster, host)
+		logs := followLogs(cluster, primaries, "hand-over")
 		since := time.Now()
 		DeferCleanup(kubectl, "uncordon", host) // also when a step below fails
 		out, err := kubectl("drain", host, "--ignore-daemonsets", "--delete-emptydir-data", "--timeout=5m")
 		Expect(err).NotTo(HaveOccurred(), out)
 		drained := time.Since(since).Round(time.Second)
 		handedOver, maxDown, maxUnready := obs.stop()
+		for name, lines := range logs() {
+			GinkgoWriter.Printf("%s: %s\n", name, strings.Join(lines, " | "))
+		}
 		GinkgoWriter.Printf("%s drained in %s; replica seen the master while the old primary's pod was there: %v; most pods of one shard taken at once: %d (not Ready at once: %d)\n",
 			host, drained, handedOver, maxDown, maxUnready)
 		out, err = kubectl("uncordon", host)
