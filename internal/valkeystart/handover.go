@@ -28,7 +28,7 @@ func (w *Wrapper) handOver(ctx context.Context) {
 	if me := clusternodes.Myself(nodes); err != nil || me == nil || me.SlotCount() == 0 {
 		return
 	}
-	addr := bestOnlineReplica(info)
+	addr := w.onlineReplica(ctx, local, info)
 	if addr == "" {
 		w.logf("hand-over: no online replica; stopping as primary")
 		return
@@ -52,6 +52,23 @@ func (w *Wrapper) handOver(ctx context.Context) {
 		return
 	}
 	w.logf("hand-over: replica %s did not take over within %s; stopping as primary", addr, w.HandOverTimeout)
+}
+
+// onlineReplica is the best online replica of the local primary (see bestOnlineReplica).
+// When replicas are attached but none is online yet (still syncing, as after a failover or
+// a restart), it waits up to half of HandOverTimeout for one, rather than stopping as
+// primary and leaving the slots to the node timeout. A primary without replicas stops at once.
+func (w *Wrapper) onlineReplica(ctx context.Context, local *server, info map[string]string) string {
+	addr := bestOnlineReplica(info)
+	if addr != "" || info["connected_slaves"] == "0" || info["connected_slaves"] == "" {
+		return addr
+	}
+	w.logf("hand-over: no online replica yet; waiting up to %s", w.HandOverTimeout/2)
+	w.poll(ctx, w.HandOverTimeout/2, func(info map[string]string) bool {
+		addr = bestOnlineReplica(info)
+		return addr != ""
+	}, local)
+	return addr
 }
 
 // takeOver pauses writes on the local primary until the replica has its whole replication
