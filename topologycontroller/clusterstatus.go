@@ -36,6 +36,8 @@ type clusterFacts struct {
 	failoversStalled []string
 	// policyRefused says why the cluster's NetworkPolicy was refused ("" when it was not).
 	policyRefused string
+	// serviceRefused says why a Service of the cluster could not be made ("" when none).
+	serviceRefused string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -57,7 +59,7 @@ func factsOf(st *clusterState) clusterFacts {
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
 		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
-		stalled: st.stalled, policyRefused: st.policyRefused, formed: formedBefore(vc),
+		stalled: st.stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, formed: formedBefore(vc),
 	}
 	for _, n := range st.nodes {
 		approval := rollApproval(st, n)
@@ -160,6 +162,8 @@ func progressing(f clusterFacts, desired int) metav1.Condition {
 	switch {
 	case f.policyRefused != "":
 		on, reason, msg = true, valkeyv1.ReasonNetworkPolicyRefused, f.policyRefused+"; "+msg
+	case f.serviceRefused != "":
+		on, reason, msg = true, valkeyv1.ReasonServiceRefused, f.serviceRefused+"; "+msg
 	case f.stalled != "":
 		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
 	case len(f.failoversStalled) > 0:

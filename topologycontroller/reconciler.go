@@ -138,11 +138,14 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	return nil
 }
 
-// protect writes what guards the cluster's pods: a PodDisruptionBudget per shard and the
-// cluster's NetworkPolicy.
+// protect writes what guards and reaches the cluster's pods: a PodDisruptionBudget per
+// shard, the cluster's NetworkPolicy and its Services.
 func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 	if err := r.disruptionBudgets(ctx, st.cluster, st.nodes); err != nil {
 		return err
 	}
-	return r.networkPolicy(ctx, st)
+	if err := r.networkPolicy(ctx, st); err != nil {
+		return err
+	}
+	return r.services(ctx, st)
 }

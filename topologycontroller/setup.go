@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -156,13 +157,14 @@ func (o Options) Validate() error {
 // a cache of Secrets, even one filtered by label, needs the right to list and watch Secrets
 // in every namespace. The generated Secret and a user's are both read by a direct get when
 // a cluster is reconciled, so a deleted password Secret is seen at the next reconcile (at
-// the latest after resync-period). Only the PodDisruptionBudgets and NetworkPolicies the
-// operator makes are cached.
+// the latest after resync-period). Only the PodDisruptionBudgets, NetworkPolicies and
+// Services the operator makes are cached.
 func CacheOptions() map[client.Object]cache.ByObject {
 	ours := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
 		&policyv1.PodDisruptionBudget{}: ours,
 		&networkingv1.NetworkPolicy{}:   ours,
+		&corev1.Service{}:               ours,
 	}
 }
 
@@ -174,6 +176,7 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // Leader election and partitions: their Leases are in the operator's namespace only, by the
 // Role in deploy/topology-controller/rbac/bindings.yaml (no cluster-wide lease rights).
@@ -206,6 +209,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
+		Owns(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(shards.guardClusters(opts.wrap("topology", r))); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)

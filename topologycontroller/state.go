@@ -40,6 +40,9 @@ type clusterState struct {
 	// policyRefused says why the API server refused the cluster's NetworkPolicy ("" when
 	// it did not).
 	policyRefused string
+	// serviceRefused says why a Service of the cluster could not be made ("" when both
+	// are as wanted).
+	serviceRefused string
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

@@ -176,6 +176,11 @@ const (
 	// NetworkPolicy (a spec.network.clientFrom peer it finds invalid); the message has its
 	// error. The servers run and are repaired as before.
 	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
+	// ReasonServiceRefused (Progressing=True): the cluster's client or headless Service
+	// could not be made: the API server refused it, or a Service of its name belongs to
+	// another. The message says which and what to do. The servers run and are repaired as
+	// before.
+	ReasonServiceRefused = "ServiceRefused"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.

@@ -48,6 +48,9 @@ const (
 	// EventNetworkPolicyRefused (Warning): the API server refused the cluster's
 	// NetworkPolicy; the note has its error.
 	EventNetworkPolicyRefused = "NetworkPolicyRefused"
+	// EventServiceRefused (Warning): the cluster's client or headless Service could not be
+	// made (see ReasonServiceRefused).
+	EventServiceRefused = "ServiceRefused"
 )
 
 // Event reasons of the topology controller about failovers and roll approvals.
