@@ -29,10 +29,15 @@ const (
 type ConfigError = valkeyconf.ConfigError
 
 // renderConfig renders the node's valkey.conf from its spec: persistence decides RDB and
-// AOF, spec.config is merged, and a node with a password includes AuthFile (the config
-// itself never holds the password). A refused config is a *ConfigError.
-func renderConfig(spec *valkeyv1.ValkeyNodeSpec) (string, error) {
+// AOF, spec.config is merged, a node with a password includes AuthFile (the config itself
+// never holds the password), and announce: hostname announces the pod's DNS name under the
+// cluster domain. A refused config is a *ConfigError.
+func renderConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, error) {
+	spec := &node.Spec
 	p := valkeyconf.Params{DataDir: DataDir, Config: spec.Config}
+	if spec.Announce == valkeyv1.AnnounceHostname {
+		p.AnnounceHostname = node.PodDNSName(clusterDomain)
+	}
 	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" {
 		p.AuthFile = AuthFile
 	}

@@ -42,7 +42,7 @@ func TestRenderConfigPersistence(t *testing.T) {
 		want: valkeyconf.Params{DataDir: "/data", Persistence: true, AOF: true},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := renderConfig(&tc.spec)
+			got, err := renderConfig(&valkeyv1.ValkeyNode{Spec: tc.spec}, "")
 			if err != nil {
 				t.Fatalf("render: %v", err)
 			}
@@ -58,9 +58,9 @@ func TestRenderConfigPersistence(t *testing.T) {
 }
 
 func TestRenderConfigRefusesBadSavePoints(t *testing.T) {
-	_, err := renderConfig(&valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{
+	_, err := renderConfig(&valkeyv1.ValkeyNode{Spec: valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{Persistence: &valkeyv1.PersistenceSpec{
 		Size: resource.MustParse("1Gi"), RDB: &valkeyv1.RDBSpec{SavePoints: []string{"1 1\ndir /tmp"}},
-	}}})
+	}}}}, "")
 	if ce := asConfigError(err); ce == nil || ce.Key != "persistence.rdb.savePoints" {
 		t.Fatalf("err %v, want a ConfigError on persistence.rdb.savePoints", err)
 	}

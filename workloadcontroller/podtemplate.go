@@ -53,7 +53,7 @@ type desired struct {
 // buildDesired renders the node's config and pod template. The error is a *ConfigError when
 // the node's config is refused.
 func buildDesired(node *valkeyv1.ValkeyNode, opts Options) (*desired, error) {
-	conf, err := renderConfig(&node.Spec)
+	conf, err := renderConfig(node, opts.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}
@@ -189,6 +189,10 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				}}},
 			},
 		},
+	}
+	// A stable DNS name under the cluster's headless Service (made by topology).
+	if sub := node.PodSubdomain(); sub != "" {
+		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.Name, sub
 	}
 	place(node, &tmpl.Spec)
 	return tmpl

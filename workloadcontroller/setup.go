@@ -8,6 +8,7 @@ package workloadcontroller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -15,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -53,12 +55,15 @@ type Options struct {
 	// normally comes within a moment, and WaitingForVolume would be superseded at once.
 	// Past it WorkloadReady=False, WaitingForVolume says that VolumeReady is missing.
 	VolumeReportGrace time.Duration `mapstructure:"-"`
+	// ClusterDomain is the Kubernetes cluster's DNS domain: a pod's DNS name is
+	// <node>.valkey-<cluster>-nodes.<namespace>.svc.<ClusterDomain>.
+	ClusterDomain string `mapstructure:"cluster-domain"`
 }
 
 // DefaultOptions are the settings used for zero values.
 func DefaultOptions() Options {
 	return Options{TerminationGracePeriodSeconds: defaultGraceSecs, RunAsUser: defaultUserID, MaxConcurrentReconciles: 8,
-		VolumeReportGrace: 10 * time.Second}
+		VolumeReportGrace: 10 * time.Second, ClusterDomain: valkeyv1.DefaultClusterDomain}
 }
 
 // Validate checks the settings.
@@ -74,6 +79,9 @@ func (o Options) Validate() error {
 	}
 	if o.VolumeReportGrace < 0 {
 		return fmt.Errorf("volume report grace must not be negative, not %s", o.VolumeReportGrace)
+	}
+	if errs := validation.IsDNS1123Subdomain(o.ClusterDomain); o.ClusterDomain != "" && len(errs) > 0 {
+		return fmt.Errorf("cluster-domain %q is not a DNS domain: %s", o.ClusterDomain, strings.Join(errs, "; "))
 	}
 	return nil
 }
@@ -91,6 +99,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.VolumeReportGrace == 0 {
 		o.VolumeReportGrace = d.VolumeReportGrace
+	}
+	if o.ClusterDomain == "" {
+		o.ClusterDomain = d.ClusterDomain
 	}
 	return o
 }

@@ -3,6 +3,8 @@ package v1alpha1
 import (
 	"fmt"
 	"strconv"
+
+	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // Label keys on every object the operator makes for a node (ValkeyNode, PVC, StatefulSet,
@@ -93,6 +95,37 @@ func ClientServiceName(cluster string) string { return "valkey-" + cluster }
 // HeadlessServiceName is the headless Service that gives each pod of a cluster the DNS name
 // <node>.<HeadlessServiceName>.<namespace>.svc.<cluster domain>.
 func HeadlessServiceName(cluster string) string { return "valkey-" + cluster + "-nodes" }
+
+// DefaultClusterDomain is the DNS domain of a Kubernetes cluster unless told otherwise
+// (the workload controller's --cluster-domain).
+const DefaultClusterDomain = "cluster.local"
+
+// PodSubdomain is the subdomain (the headless Service) of the pod of a node of a cluster,
+// "" for a node outside any cluster or one whose names cannot be DNS labels (a cluster
+// name with a dot: its Services cannot exist either).
+func (n *ValkeyNode) PodSubdomain() string {
+	if n.Spec.ClusterName == "" {
+		return ""
+	}
+	sub := HeadlessServiceName(n.Spec.ClusterName)
+	if len(validation.IsDNS1123Label(n.Name)) > 0 || len(validation.IsDNS1035Label(sub)) > 0 {
+		return ""
+	}
+	return sub
+}
+
+// PodDNSName is the DNS name of the pod of a node of a cluster:
+// <node>.<HeadlessServiceName>.<namespace>.svc.<domain>; "" when PodSubdomain is.
+func (n *ValkeyNode) PodDNSName(domain string) string {
+	sub := n.PodSubdomain()
+	if sub == "" {
+		return ""
+	}
+	if domain == "" {
+		domain = DefaultClusterDomain
+	}
+	return n.Name + "." + sub + "." + n.Namespace + ".svc." + domain
+}
 
 // OperatorUser is the Valkey ACL user the operator and the pods' probes authenticate as on
 // nodes of a cluster: never the default user.

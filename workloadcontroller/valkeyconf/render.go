@@ -41,6 +41,10 @@ type Params struct {
 	// writes the password into at start (requirepass, masterauth), so that the password is
 	// neither in this config nor on the server's command line.
 	AuthFile string
+	// AnnounceHostname, when set, is the name the node announces to clients
+	// (cluster-announce-hostname) and prefers in redirects and CLUSTER SLOTS/SHARDS
+	// (cluster-preferred-endpoint-type hostname): its pod's DNS name.
+	AnnounceHostname string
 }
 
 // ConfigError names the user config key (or spec field) that cannot be rendered, and why.
@@ -266,6 +270,9 @@ func ownedDirectives(p Params) ([]Directive, error) {
 		d = append(d, one("appendonly", "yes"), one("appendfsync", fsync))
 	} else {
 		d = append(d, one("appendonly", "no"))
+	}
+	if p.AnnounceHostname != "" {
+		d = append(d, one("cluster-announce-hostname", p.AnnounceHostname), one("cluster-preferred-endpoint-type", "hostname"))
 	}
 	if p.AuthFile != "" {
 		d = append(d, one("include", p.AuthFile))

@@ -1,0 +1,60 @@
+package workloadcontroller
+
+import (
+	"strings"
+	"testing"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// A node of a cluster gets a DNS name under the cluster's headless Service; a node outside
+// any cluster, or whose name cannot be a DNS label, gets none.
+func TestPodDNSName(t *testing.T) {
+	for _, tc := range []struct {
+		name, cluster, hostname, subdomain string
+	}{
+		{"c-0-0", "c", "c-0-0", "valkey-c-nodes"},
+		{"solo", "", "", ""},
+		{"my.c-0-0", "my.c", "", ""},
+	} {
+		n := &valkeyv1.ValkeyNode{}
+		n.Name, n.Namespace, n.Spec.ClusterName, n.Spec.Image = tc.name, "ns", tc.cluster, "i"
+		spec := podTemplate(n, Options{}).Spec
+		if spec.Hostname != tc.hostname || spec.Subdomain != tc.subdomain {
+			t.Errorf("%s: hostname %q subdomain %q, want %q %q", tc.name, spec.Hostname, spec.Subdomain, tc.hostname, tc.subdomain)
+		}
+	}
+}
+
+// announce: hostname renders the pod's DNS name under the cluster domain and the preferred
+// endpoint type; ip or unset renders exactly what the operator rendered before (no roll).
+func TestRenderConfigAnnounce(t *testing.T) {
+	n := withName(baseNode())
+	before, err := renderConfig(n, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Spec.Announce = valkeyv1.AnnounceIP
+	if ip, _ := renderConfig(n, "example.org"); ip != before {
+		t.Errorf("announce: ip changed the config:\n%s\nwas:\n%s", ip, before)
+	}
+	if strings.Contains(before, "announce-hostname") || strings.Contains(before, "preferred-endpoint") {
+		t.Errorf("the default config announces a hostname:\n%s", before)
+	}
+	n.Spec.Announce = valkeyv1.AnnounceHostname
+	for domain, want := range map[string]string{"": "c-0-0.valkey-c-nodes.ns.svc.cluster.local", "example.org": "c-0-0.valkey-c-nodes.ns.svc.example.org"} {
+		conf, err := renderConfig(n, domain)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range []string{`cluster-announce-hostname "` + want + `"`, `cluster-preferred-endpoint-type "hostname"`} {
+			if !strings.Contains(conf, "\n"+line+"\n") {
+				t.Errorf("domain %q: no line %s in:\n%s", domain, line, conf)
+			}
+		}
+	}
+	n.Spec.Config = map[string]string{"cluster-announce-hostname": "x"}
+	if _, err := renderConfig(n, ""); asConfigError(err) == nil {
+		t.Errorf("spec.config may set cluster-announce-hostname: %v", err)
+	}
+}
