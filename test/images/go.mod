@@ -2,10 +2,14 @@ module valkey.io/operator/test/images
 
 go 1.26.0
 
-require github.com/google/go-containerregistry v0.22.1
+require (
+	github.com/google/go-containerregistry v0.22.1
+	github.com/valkey-io/valkey-go v1.0.79
+)
 
 require (
 	github.com/klauspost/compress v1.19.2 // indirect
 	github.com/opencontainers/go-digest v1.0.0 // indirect
 	github.com/opencontainers/image-spec v1.1.1 // indirect
+	golang.org/x/sys v0.47.0 // indirect
 )
