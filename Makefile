@@ -17,6 +17,11 @@ GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 KUBE_NETWORK_POLICIES_VERSION := v0.8.0
 KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)-xtqueue
 export KUBE_NETWORK_POLICIES
+# Cluster DNS on the local cluster (test/localcluster/coredns.yaml): CoreDNS with only the
+# plugins it needs, pinned by test/localcluster/coredns/go.mod, a static build for its image
+# (test/localcluster/build-coredns.sh), cached under the hash of its module files.
+COREDNS := $(CACHE)/tools/coredns-$(shell cat test/localcluster/coredns/go.mod test/localcluster/coredns/go.sum test/localcluster/coredns/main.go | sha256sum | cut -c1-12)
+export COREDNS
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
@@ -58,6 +63,13 @@ $(KUBE_NETWORK_POLICIES): test/localcluster/kube-network-policies-xt-queue.patch
 
 .PHONY: kube-network-policies
 kube-network-policies: $(KUBE_NETWORK_POLICIES) ## Build the local cluster's NetworkPolicy enforcer (cached).
+
+$(COREDNS):
+	@mkdir -p $(CACHE)/tools
+	test/localcluster/build-coredns.sh $@
+
+.PHONY: coredns
+coredns: $(COREDNS) ## Build the local cluster's DNS server (cached).
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -149,7 +161,7 @@ NODES ?= 1
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
-images: valkey kube-network-policies ## Build the pause, Valkey, controller and NetworkPolicy images (.local/images) and import them when the cluster is up.
+images: valkey kube-network-policies coredns ## Build the pause, Valkey, controller, NetworkPolicy and DNS images (.local/images) and import them when the cluster is up.
 	test/images/build.sh all
 
 .PHONY: cluster-up
@@ -188,10 +200,12 @@ deploy: ## Install the operator (DEPLOY_DIR, default deploy/default) into the cl
 	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) wait --for=condition=Ready --timeout=15m valkeycluster/$$name; \
 	 echo "ValkeyCluster $$name Ready in $$(($$(date +%s) - start))s"; \
 	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) get valkeycluster,valkeynode,pvc; \
-	 echo; echo "Reach it from a pod of the cluster (or from this host on the local cluster):"; \
-	 echo "  kubectl -n $(SAMPLE_NAMESPACE) get valkeynode -o custom-columns=NODE:.metadata.name,IP:.status.workload.podIP,ROLE:.status.topology.role"; \
+	 echo; echo "Reach it from a pod (seed address: its client Service; see Connecting in README.md):"; \
+	 echo "  valkey-$$name.$(SAMPLE_NAMESPACE).svc:6379"; \
 	 echo "  password: kubectl -n $(SAMPLE_NAMESPACE) get secret $$name-auth -o jsonpath='{.data.password}' | base64 -d"; \
-	 echo "  valkey-cli -c -h <IP> -a <password>"
+	 echo "  kubectl -n $(SAMPLE_NAMESPACE) run cli --rm -it --restart=Never --image=<a valkey image> -- valkey-cli -c -h valkey-$$name -a <password>"; \
+	 echo "From this host on the local cluster, by pod IP:"; \
+	 echo "  kubectl -n $(SAMPLE_NAMESPACE) get valkeynode -o custom-columns=NODE:.metadata.name,IP:.status.workload.podIP,ROLE:.status.topology.role"
 
 .PHONY: undeploy
 undeploy: ## Remove the operator (ValkeyClusters and retained claims stay unless deleted first).
@@ -207,6 +221,7 @@ run-local: ## One command: local cluster up, images built and imported, operator
 .PHONY: e2e-deploy
 e2e-deploy: ## Build and import the images, apply deploy/local and restart the controllers on the local cluster.
 	$(MAKE) images
+	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh dns
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k deploy/local
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout restart deployment
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout status deployment --timeout=180s

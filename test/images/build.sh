@@ -13,7 +13,9 @@
 #       the workload controller's image also holds valkey-start (./cmd/valkey-start);
 #       + valkey.local/kube-network-policies:dev, the local cluster's NetworkPolicy enforcer
 #       (test/localcluster/netpol.yaml), from the pinned static build `make kube-network-policies`
-#       caches (KUBE_NETWORK_POLICIES), skipped with a note when that build is missing.
+#       caches (KUBE_NETWORK_POLICIES), skipped with a note when that build is missing;
+#       + valkey.local/coredns:dev, the local cluster's DNS (test/localcluster/coredns.yaml),
+#       from the pinned static build `make coredns` caches (COREDNS), skipped likewise.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -70,6 +72,13 @@ if [ "$what" = all ]; then
 		built+=("$out/kube-network-policies.tar")
 	else
 		echo "valkey.local/kube-network-policies:dev skipped: no $knp ('make kube-network-policies' builds it)"
+	fi
+	if [ -n "${COREDNS:-}" ] && [ -x "$COREDNS" ]; then
+		"$pack" -out "$out/coredns.tar" -tag valkey.local/coredns:dev -entrypoint /usr/local/bin/coredns \
+			-user 65532:65532 "$COREDNS=/usr/local/bin/coredns"
+		built+=("$out/coredns.tar")
+	else
+		echo "valkey.local/coredns:dev skipped: no COREDNS build ('make coredns' builds it)"
 	fi
 fi
 echo "images built in $(($(date +%s) - start))s: ${built[*]##*/}"

@@ -11,6 +11,8 @@
 #   test/localcluster/cluster.sh leftovers  list anything of the cluster left on the machine
 #   test/localcluster/cluster.sh netpol   apply NetworkPolicy enforcement (netpol.yaml; `up` does
 #                                         it too) and wait until it runs on every node
+#   test/localcluster/cluster.sh dns      apply the cluster DNS (coredns.yaml; `up` does it too)
+#                                         and wait until it answers
 #   test/localcluster/cluster.sh restart kube-apiserver   stop the API server and start it
 #                                         again (a fault for the chaos suite), then wait until ready
 #   test/localcluster/cluster.sh signal CONTAINER-ID SIGNAL   signal a container's main process
@@ -69,6 +71,8 @@ VETH=vlkveth
 CGROUP_PREFIX=vlk-node
 SVC_CIDR=10.96.0.0/16
 SVC_IP=10.96.0.1
+# The cluster DNS Service's IP (coredns.yaml), every kubelet's clusterDNS.
+DNS_IP=10.96.0.10
 BRIDGE=vlkbr0
 PROVISIONER=valkey.local/loop-xfs
 KC="$L/admin.kubeconfig"
@@ -344,6 +348,7 @@ $cgroup_root
 failSwapOn: false
 containerRuntimeEndpoint: unix://$sock
 clusterDomain: cluster.local
+clusterDNS: [$DNS_IP]
 podLogsDir: $D/pod-logs
 resolvConf: /etc/resolv.conf
 registerNode: true
@@ -475,6 +480,7 @@ up() {
 	for n in $(seq 1 "$nodes"); do start_provisioner "$n"; done
 	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
 	netpol_up
+	dns_up
 	log "cluster up ($nodes node(s)): export KUBECONFIG=$KC"
 }
 
@@ -549,6 +555,20 @@ netpol_up() {
 	kubectl_ -n kube-system rollout status daemonset/kube-network-policies --timeout=120s >/dev/null ||
 		die "kube-network-policies did not become ready (kubectl -n kube-system describe daemonset/kube-network-policies)"
 	log "NetworkPolicy enforcement ready (kube-network-policies on every node)"
+}
+
+# dns_up: the cluster DNS (coredns.yaml: CoreDNS behind kube-system/kube-dns at DNS_IP, the
+# kubelets' clusterDNS), once the nodes are Ready; skipped when its image was not built
+# (`make images` builds it). Without it pods resolve no cluster name.
+dns_up() {
+	if ! ctr_ images ls -q | grep -qx 'valkey.local/coredns:dev'; then
+		log "cluster DNS skipped: no valkey.local/coredns:dev image ('make images' builds it)"
+		return
+	fi
+	kubectl_ apply -f "$here/coredns.yaml" >/dev/null
+	kubectl_ -n kube-system rollout status deployment/coredns --timeout=120s >/dev/null ||
+		die "CoreDNS did not become ready (kubectl -n kube-system describe deployment/coredns)"
+	log "cluster DNS ready (CoreDNS at $DNS_IP, cluster.local)"
 }
 
 # node_ready K: node K's Ready condition is True.
@@ -854,6 +874,7 @@ case "${1:-}" in
 up) up ;;
 leftovers) leftovers ;;
 netpol) netpol_up ;;
+dns) dns_up ;;
 import)
 	shift
 	import_images "$@"
@@ -865,5 +886,5 @@ signal) signal_container "${2:-}" "${3:-}" ;;
 stop-node) stop_node "${2:-}" ;;
 start-node) start_node "${2:-}" ;;
 memory) memory ;;
-*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|netpol|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
+*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|netpol|dns|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
 esac
