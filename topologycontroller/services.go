@@ -113,7 +113,7 @@ func serviceUpToDate(cur, want *corev1.Service) bool {
 
 // desiredServices are the cluster's client Service (ClusterIP, the Ready pods: the seed
 // address of cluster-aware clients) and its headless Service (every pod, Ready or not, so
-// that each has a DNS name <node>.<headless>.<namespace>.svc.<domain> from its start).
+// that each has a DNS name valkey-<node>-0.<headless>.<namespace>.svc.<domain> from its start).
 func desiredServices(vc *valkeyv1.ValkeyCluster, clientPort int) []*corev1.Service {
 	selector := map[string]string{valkeyv1.LabelCluster: vc.Name, valkeyv1.LabelName: valkeyv1.NameValue}
 	svc := func(name string, spec corev1.ServiceSpec) *corev1.Service {

@@ -24,7 +24,7 @@ func (r *Reconciler) apply(ctx context.Context, node *valkeyv1.ValkeyNode, cur *
 	if err := r.applyObjects(ctx, node, want, rollFrom, cur.cm == nil && cur.workload() == nil); err != nil {
 		return err
 	}
-	cur.workloads[want.kind] = &workload{kind: want.kind, name: name, hash: want.hash, rollFrom: rollFrom, replicas: 1}
+	cur.workloads[want.kind] = &workload{kind: want.kind, name: name, hash: want.hash, rollFrom: rollFrom, replicas: 1, serviceName: want.serviceName}
 	for kind := range cur.workloads {
 		if kind == want.kind {
 			continue

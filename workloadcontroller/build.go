@@ -61,16 +61,20 @@ func buildWorkload(node *valkeyv1.ValkeyNode, d *desired, rollFrom string) runti
 				WithTemplate(templateConfig(d.template)).
 				WithStrategy(appsv1ac.DeploymentStrategy().WithType(appsv1.RecreateDeploymentStrategyType)))
 	}
+	spec := appsv1ac.StatefulSetSpec().
+		WithReplicas(1).
+		WithSelector(selector).
+		WithTemplate(templateConfig(d.template)).
+		WithPodManagementPolicy(appsv1.ParallelPodManagement).
+		WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType))
+	if d.serviceName != "" {
+		spec.WithServiceName(d.serviceName)
+	}
 	return appsv1ac.StatefulSet(name, node.Namespace).
 		WithLabels(valkeyv1.NodeLabels(node)).
 		WithAnnotations(annotations).
 		WithOwnerReferences(ownerRef(node)).
-		WithSpec(appsv1ac.StatefulSetSpec().
-			WithReplicas(1).
-			WithSelector(selector).
-			WithTemplate(templateConfig(d.template)).
-			WithPodManagementPolicy(appsv1.ParallelPodManagement).
-			WithUpdateStrategy(appsv1ac.StatefulSetUpdateStrategy().WithType(appsv1.RollingUpdateStatefulSetStrategyType)))
+		WithSpec(spec)
 }
 
 // templateConfig is the apply configuration of a pod template: the fields its JSON form

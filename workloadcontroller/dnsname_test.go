@@ -13,7 +13,7 @@ func TestPodDNSName(t *testing.T) {
 	for _, tc := range []struct {
 		name, cluster, hostname, subdomain string
 	}{
-		{"c-0-0", "c", "c-0-0", "valkey-c-nodes"},
+		{"c-0-0", "c", "valkey-c-0-0-0", "valkey-c-nodes"},
 		{"solo", "", "", ""},
 		{"my.c-0-0", "my.c", "", ""},
 	} {
@@ -42,7 +42,7 @@ func TestRenderConfigAnnounce(t *testing.T) {
 		t.Errorf("the default config announces a hostname:\n%s", before)
 	}
 	n.Spec.Announce = valkeyv1.AnnounceHostname
-	for domain, want := range map[string]string{"": "c-0-0.valkey-c-nodes.ns.svc.cluster.local", "example.org": "c-0-0.valkey-c-nodes.ns.svc.example.org"} {
+	for domain, want := range map[string]string{"": "valkey-c-0-0-0.valkey-c-nodes.ns.svc.cluster.local", "example.org": "valkey-c-0-0-0.valkey-c-nodes.ns.svc.example.org"} {
 		conf, err := renderConfig(n, domain)
 		if err != nil {
 			t.Fatal(err)
@@ -56,5 +56,40 @@ func TestRenderConfigAnnounce(t *testing.T) {
 	n.Spec.Config = map[string]string{"cluster-announce-hostname": "x"}
 	if _, err := renderConfig(n, ""); asConfigError(err) == nil {
 		t.Errorf("spec.config may set cluster-announce-hostname: %v", err)
+	}
+}
+
+// A new StatefulSet is made with the headless Service as serviceName (its pod is named under
+// it); one made without keeps none (immutable), and its node then announces no hostname,
+// which would not resolve. A Deployment's pod has its name from the template.
+func TestDesiredForDNSName(t *testing.T) {
+	n := withName(baseNode())
+	n.Spec.Announce = valkeyv1.AnnounceHostname
+	announces := func(d *desired) bool { return strings.Contains(d.config, "cluster-announce-hostname") }
+	for _, tc := range []struct {
+		name        string
+		cur         *current
+		deployment  bool
+		wantService string
+		announce    bool
+	}{
+		{"new StatefulSet", &current{workloads: map[valkeyv1.WorkloadType]*workload{}}, false, "valkey-c-nodes", true},
+		{"StatefulSet with serviceName", &current{workloads: map[valkeyv1.WorkloadType]*workload{
+			valkeyv1.WorkloadStatefulSet: {serviceName: "valkey-c-nodes"}}}, false, "valkey-c-nodes", true},
+		{"StatefulSet made before DNS names", &current{workloads: map[valkeyv1.WorkloadType]*workload{
+			valkeyv1.WorkloadStatefulSet: {}}}, false, "", false},
+		{"Deployment", &current{workloads: map[valkeyv1.WorkloadType]*workload{}}, true, "valkey-c-nodes", true},
+	} {
+		m := n.DeepCopy()
+		if tc.deployment {
+			m.Spec.WorkloadType, m.Spec.Persistence = valkeyv1.WorkloadDeployment, nil
+		}
+		d, err := desiredFor(m, tc.cur, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.serviceName != tc.wantService || announces(d) != tc.announce {
+			t.Errorf("%s: serviceName %q announces %v, want %q %v", tc.name, d.serviceName, announces(d), tc.wantService, tc.announce)
+		}
 	}
 }

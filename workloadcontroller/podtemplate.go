@@ -48,6 +48,8 @@ type desired struct {
 	config   string
 	template corev1.PodTemplateSpec
 	hash     string
+	// serviceName of a StatefulSet (see statefulSetServiceName); not in the hash.
+	serviceName string
 }
 
 // buildDesired renders the node's config and pod template. The error is a *ConfigError when
@@ -190,9 +192,10 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 			},
 		},
 	}
-	// A stable DNS name under the cluster's headless Service (made by topology).
+	// A stable DNS name under the cluster's headless Service (made by topology). A
+	// StatefulSet sets the same on its pod from its own name and serviceName.
 	if sub := node.PodSubdomain(); sub != "" {
-		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.Name, sub
+		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.PodHostname(), sub
 	}
 	place(node, &tmpl.Spec)
 	return tmpl

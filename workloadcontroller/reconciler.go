@@ -51,6 +51,8 @@ type workload struct {
 	hash     string // AnnotationTemplateHash of its pod template
 	rollFrom string // AnnotationRollFrom
 	replicas int32
+	// serviceName of a StatefulSet (immutable: "" for one made before pods had DNS names).
+	serviceName string
 }
 
 // workload returns the node's workload (the StatefulSet when both kinds exist), nil when
@@ -87,6 +89,7 @@ func readWorkload(obj client.Object) *workload {
 	switch o := obj.(type) {
 	case *appsv1.StatefulSet:
 		w.kind, tmpl, replicas = valkeyv1.WorkloadStatefulSet, o.Spec.Template, o.Spec.Replicas
+		w.serviceName = o.Spec.ServiceName
 	case *appsv1.Deployment:
 		w.kind, tmpl, replicas = valkeyv1.WorkloadDeployment, o.Spec.Template, o.Spec.Replicas
 		w.failure = deploymentFailure(o)
@@ -168,7 +171,7 @@ func pickPod(pods []corev1.Pod) *corev1.Pod {
 // reconcileNormal creates the workload once its volume is ready, rolls it by handshake and
 // reports its state.
 func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current) (result, error) {
-	want, err := buildDesired(node, r.Options)
+	want, err := desiredFor(node, cur, r.Options)
 	if err != nil {
 		if ce := asConfigError(err); ce != nil {
 			return r.invalidConfig(node, cur, ce), nil

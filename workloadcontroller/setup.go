@@ -56,7 +56,7 @@ type Options struct {
 	// Past it WorkloadReady=False, WaitingForVolume says that VolumeReady is missing.
 	VolumeReportGrace time.Duration `mapstructure:"-"`
 	// ClusterDomain is the Kubernetes cluster's DNS domain: a pod's DNS name is
-	// <node>.valkey-<cluster>-nodes.<namespace>.svc.<ClusterDomain>.
+	// valkey-<node>-0.valkey-<cluster>-nodes.<namespace>.svc.<ClusterDomain>.
 	ClusterDomain string `mapstructure:"cluster-domain"`
 }
 

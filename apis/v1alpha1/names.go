@@ -100,6 +100,11 @@ func HeadlessServiceName(cluster string) string { return "valkey-" + cluster + "
 // (the workload controller's --cluster-domain).
 const DefaultClusterDomain = "cluster.local"
 
+// PodHostname is the host name of the pod of a node: the name of its StatefulSet's only pod,
+// valkey-<node>-0 (a StatefulSet gives its pods their own names as host names; a
+// Deployment's pod gets the same from its template).
+func (n *ValkeyNode) PodHostname() string { return WorkloadName(n.Name) + "-0" }
+
 // PodSubdomain is the subdomain (the headless Service) of the pod of a node of a cluster,
 // "" for a node outside any cluster or one whose names cannot be DNS labels (a cluster
 // name with a dot: its Services cannot exist either).
@@ -108,14 +113,15 @@ func (n *ValkeyNode) PodSubdomain() string {
 		return ""
 	}
 	sub := HeadlessServiceName(n.Spec.ClusterName)
-	if len(validation.IsDNS1123Label(n.Name)) > 0 || len(validation.IsDNS1035Label(sub)) > 0 {
+	if len(validation.IsDNS1123Label(n.PodHostname())) > 0 || len(validation.IsDNS1035Label(sub)) > 0 {
 		return ""
 	}
 	return sub
 }
 
 // PodDNSName is the DNS name of the pod of a node of a cluster:
-// <node>.<HeadlessServiceName>.<namespace>.svc.<domain>; "" when PodSubdomain is.
+// <PodHostname>.<HeadlessServiceName>.<namespace>.svc.<domain>, that is
+// valkey-<node>-0.valkey-<cluster>-nodes.<namespace>.svc.<domain>; "" when PodSubdomain is.
 func (n *ValkeyNode) PodDNSName(domain string) string {
 	sub := n.PodSubdomain()
 	if sub == "" {
@@ -124,7 +130,7 @@ func (n *ValkeyNode) PodDNSName(domain string) string {
 	if domain == "" {
 		domain = DefaultClusterDomain
 	}
-	return n.Name + "." + sub + "." + n.Namespace + ".svc." + domain
+	return n.PodHostname() + "." + sub + "." + n.Namespace + ".svc." + domain
 }
 
 // OperatorUser is the Valkey ACL user the operator and the pods' probes authenticate as on

@@ -25,7 +25,7 @@ func main() {
 		"a pod on a lost node is reported not ready without saying why")
 	fs.Int("max-concurrent-reconciles", def.MaxConcurrentReconciles, "ValkeyNodes reconciled at once")
 	fs.String("cluster-domain", def.ClusterDomain, "the Kubernetes cluster's DNS domain, in the pods' DNS names "+
-		"(<node>.valkey-<cluster>-nodes.<namespace>.svc.<domain>)")
+		"(valkey-<node>-0.valkey-<cluster>-nodes.<namespace>.svc.<domain>)")
 	var s options.Settings[workloadcontroller.Options]
 	options.Main(workloadcontroller.Name, fs, &s, func() error {
 		return options.Start(workloadcontroller.Name, s.Manager, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {

@@ -80,7 +80,7 @@ func requireClusterDNS() {
 
 // podDNSName is a node's pod's DNS name under the cluster's headless Service.
 func podDNSName(n v1.ValkeyNode) string {
-	return fmt.Sprintf("%s.%s.%s.svc.cluster.local", n.Name, v1.HeadlessServiceName(n.Spec.ClusterName), n.Namespace)
+	return n.PodDNSName("cluster.local")
 }
 
 // slotEndpoints are the endpoints (the first field of each slot owner) that CLUSTER SLOTS
