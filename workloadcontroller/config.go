@@ -36,6 +36,7 @@ func renderConfig(spec *valkeyv1.ValkeyNodeSpec) (string, error) {
 	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" {
 		p.AuthFile = AuthFile
 	}
+	p.TLS = tlsParams(spec)
 	if ps := spec.Persistence; ps != nil {
 		p.Persistence = true
 		p.RDB, p.AOF = ps.RDBEnabled(), ps.AOFEnabled()

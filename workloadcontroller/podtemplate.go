@@ -191,6 +191,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		},
 	}
 	place(node, &tmpl.Spec)
+	withTLS(node, &tmpl.Spec)
 	return tmpl
 }
 
