@@ -40,6 +40,8 @@ type clusterState struct {
 	// policyRefused says why the API server refused the cluster's NetworkPolicy ("" when
 	// it did not).
 	policyRefused string
+	// tlsReady is the cluster's TLSReady decided this round (nil without spec.tls).
+	tlsReady *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

@@ -1,0 +1,137 @@
+package topologycontroller_test
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/test/valkeyserver"
+)
+
+var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
+	var (
+		ns string
+		f  *fakeWorkload
+		pw string
+		ca *testCA
+	)
+	BeforeAll(func() {
+		if ok, why := valkeyserver.SupportsTLS(); !ok {
+			Skip("TLS specs skipped: " + why)
+		}
+		ns = newNamespace()
+		ca = newTestCA()
+		putSecret(ns, "cert", ca.secretData(clusterNames(ns, "t")...))
+		f = startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newTLSCluster(ns, "t", 3, 1, map[string]any{"secretName": "cert"})
+		pw = clusterPassword(ns, "t")
+		Eventually(clusterReady(ns, "t"), formTimeout).Should(Succeed())
+	})
+
+	It("forms the cluster over TLS (clients, replication, bus) and refuses plaintext", func() {
+		Eventually(func() error { return checkHealthyTLS(f, pw, ca.pem, 6) }, 30*time.Second).Should(Succeed())
+		tlsCondition(ns, "t", true, valkeyv1.ReasonCertificateServed)
+		for _, addr := range f.addrs() {
+			_, err := cmd(addr, pw, "PING")
+			Expect(err).To(HaveOccurred(), "plaintext PING to %s", addr)
+		}
+	})
+
+	It("serves a renewed certificate without a restart", func() {
+		before := runIDs(f, pw, ca.pem)
+		renewed := ca.secretData(clusterNames(ns, "t")...)
+		putSecret(ns, "cert", renewed)
+		Eventually(func() error { return servingEverywhere(f, ca.pem, parseCert(renewed["tls.crt"])) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Expect(runIDs(f, pw, ca.pem)).To(Equal(before), "no server restarted")
+		tlsCondition(ns, "t", true, valkeyv1.ReasonCertificateServed)
+		Expect(eventsWithReason(ns, valkeyv1.EventCertificateReloaded)).To(BeNumerically(">=", 1))
+		Eventually(func() error { return checkHealthyTLS(f, pw, ca.pem, 6) }, 30*time.Second).Should(Succeed())
+	})
+
+	It("changes nothing running while the Secret is refused", func() {
+		current, err := servedCert(f.addrs()[0], ca.pem)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(servingEverywhere(f, ca.pem, current)).To(Succeed())
+		putSecret(ns, "cert", ca.secretData("other.example"))
+		tlsCondition(ns, "t", false, valkeyv1.ReasonCertificateNamesNotCovered)
+		vc := getCluster(ns, "t")
+		vc.Spec.Image = "valkey/valkey:changed"
+		Expect(k8s.Update(context.Background(), vc)).To(Succeed())
+		tlsCondition(ns, "t", false, valkeyv1.ReasonCertificateNamesNotCovered) // observed at the new generation
+		for _, n := range listNodes(ns) {
+			Expect(n.Spec.Image).NotTo(Equal("valkey/valkey:changed"), "node %s changed", n.Name)
+		}
+		Expect(servingEverywhere(f, ca.pem, current)).To(Succeed(), "the refused certificate is not loaded")
+
+		served := ca.secretData(clusterNames(ns, "t")...)
+		putSecret(ns, "cert", served)
+		Eventually(func() error { return servingEverywhere(f, ca.pem, parseCert(served["tls.crt"])) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		Eventually(func() string { return getNode(ns, "t-0-0").Spec.Image }, 30*time.Second).Should(Equal("valkey/valkey:changed"))
+	})
+})
+
+// checkHealthyTLS: every server, reached over TLS, says cluster_state ok, knows n nodes and
+// every replica's link to its primary (replication over TLS) is up.
+func checkHealthyTLS(f *fakeWorkload, pw string, caPEM []byte, n int) error {
+	addrs := f.addrs()
+	if len(addrs) != n {
+		return fmt.Errorf("%d servers, want %d", len(addrs), n)
+	}
+	for _, a := range addrs {
+		info, err := tlsCmd(a, pw, caPEM, "CLUSTER", "INFO")
+		if err != nil {
+			return err
+		}
+		if s, k := infoField(info, "cluster_state"), infoField(info, "cluster_known_nodes"); s != "ok" || k != fmt.Sprint(n) {
+			return fmt.Errorf("%s: cluster_state %s, known nodes %s", a, s, k)
+		}
+		repl, err := tlsCmd(a, pw, caPEM, "INFO", "replication")
+		if err != nil {
+			return err
+		}
+		if infoField(repl, "role") == "slave" && infoField(repl, "master_link_status") != "up" {
+			return fmt.Errorf("%s: link to its primary is %s", a, infoField(repl, "master_link_status"))
+		}
+	}
+	return nil
+}
+
+// servingEverywhere: every server serves the certificate want, its chain verified
+// against caPEM.
+func servingEverywhere(f *fakeWorkload, caPEM []byte, want *x509.Certificate) error {
+	for _, a := range f.addrs() {
+		got, err := servedCert(a, caPEM)
+		if err != nil {
+			return fmt.Errorf("%s: %w", a, err)
+		}
+		if !got.Equal(want) {
+			return fmt.Errorf("%s serves serial %x, want %x", a, got.SerialNumber, want.SerialNumber)
+		}
+	}
+	return nil
+}
+
+// runIDs are the servers' run_id by address: a restarted server has a new one.
+func runIDs(f *fakeWorkload, pw string, caPEM []byte) map[string]string {
+	ids := map[string]string{}
+	for _, a := range f.addrs() {
+		info, err := tlsCmd(a, pw, caPEM, "INFO", "server")
+		ExpectWithOffset(1, err).NotTo(HaveOccurred())
+		ids[a] = infoField(info, "run_id")
+		ExpectWithOffset(1, ids[a]).NotTo(BeEmpty())
+	}
+	return ids
+}
+
+
+func parseCert(certPEM []byte) *x509.Certificate {
+	c, err := x509.ParseCertificate(pemBlock(certPEM))
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	return c
+}
