@@ -129,7 +129,6 @@ func runIDs(f *fakeWorkload, pw string, caPEM []byte) map[string]string {
 	return ids
 }
 
-
 func parseCert(certPEM []byte) *x509.Certificate {
 	c, err := x509.ParseCertificate(pemBlock(certPEM))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())

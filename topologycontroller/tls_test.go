@@ -206,4 +206,3 @@ func generatedCert(ns, name string, ca *x509.Certificate, check func(*x509.Certi
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	return leaf
 }
-

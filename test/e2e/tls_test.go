@@ -38,7 +38,7 @@ var _ = Describe("TLS", Ordered, func() {
 		ns := newNamespace("tls")
 		cluster = newTLSCluster(ns, "tls", &v1.TLSSpec{Generate: true})
 		waitReady(cluster, 6*time.Minute)
-		Eventually(func() string { return tlsReason(cluster) }).WithTimeout(3*time.Minute).WithPolling(2*time.Second).
+		Eventually(func() string { return tlsReason(cluster) }).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).
 			Should(Equal(v1.ReasonCertificateServed))
 	})
 
@@ -71,7 +71,7 @@ var _ = Describe("TLS", Ordered, func() {
 		old := servedSerials(cluster)
 		renewed := forceRenewal(cluster)
 		start := time.Now()
-		Eventually(func() map[string]string { return servedSerials(cluster) }).WithTimeout(4*time.Minute).WithPolling(2*time.Second).
+		Eventually(func() map[string]string { return servedSerials(cluster) }).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).
 			Should(HaveEach(fmt.Sprintf("%x", renewed)))
 		took := time.Since(start)
 		GinkgoWriter.Printf("renewed certificate %x served everywhere %s after the renewal (was %v)\n", renewed, took, old)
@@ -220,4 +220,3 @@ func forceRenewal(c *v1.ValkeyCluster) *big.Int {
 	}).WithTimeout(2 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
 	return issued
 }
-
