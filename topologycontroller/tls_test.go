@@ -206,3 +206,22 @@ func generatedCert(ns, name string, ca *x509.Certificate, check func(*x509.Certi
 	}, 30*time.Second, 100*time.Millisecond).Should(Succeed())
 	return leaf
 }
+
+var _ = Describe("Generated CA deleted while nodes run", func() {
+	It("is not replaced: TLSReady=False TLSSecretMissing, and nothing changes", func() {
+		ns := newNamespace()
+		newTLSCluster(ns, "d", 1, 0, map[string]any{"generate": true})
+		ca := generatedCA(ns, "d")
+		before := generatedCert(ns, "d", ca, nil)
+		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second).Should(Equal(1))
+		var s corev1.Secret
+		Expect(k8s.Get(context.Background(), clientKey(ns, valkeyv1.CASecretName("d")), &s)).To(Succeed())
+		Expect(k8s.Delete(context.Background(), &s)).To(Succeed())
+		msg := tlsCondition(ns, "d", false, valkeyv1.ReasonTLSSecretMissing)
+		Expect(msg).To(ContainSubstring("restore d-ca"))
+		Expect(eventsWithReason(ns, valkeyv1.ReasonTLSSecretMissing)).To(BeNumerically(">=", 1))
+		err := k8s.Get(context.Background(), clientKey(ns, valkeyv1.CASecretName("d")), &s)
+		Expect(err).To(HaveOccurred(), "no new CA")
+		Expect(generatedCert(ns, "d", ca, nil).SerialNumber).To(Equal(before.SerialNumber), "the certificate is not re-issued")
+	})
+})

@@ -91,7 +91,8 @@ func (r *Reconciler) issue(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *c
 }
 
 // clusterCA returns the cluster's CA, made (Secret <cluster>-ca, owned by the cluster) when
-// missing. A damaged CA Secret is reported, not replaced: the servers trust it.
+// missing before the cluster has nodes. A damaged CA Secret, or one deleted while nodes
+// run, is reported, not replaced: the servers trust it.
 func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*keyPair, []byte, error) {
 	name := valkeyv1.CASecretName(vc.Name)
 	var s corev1.Secret
@@ -106,6 +107,15 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 	}
 	if !isNotFound(err) {
 		return nil, nil, fmt.Errorf("get CA Secret %s: %w", name, err)
+	}
+	if nodes, err := r.ownedNodes(ctx, vc); err != nil || nodes > 0 {
+		if err != nil {
+			return nil, nil, err
+		}
+		// A new CA would not be trusted by the running servers, nor trust them.
+		return nil, nil, &tlsError{valkeyv1.ReasonTLSSecretMissing, fmt.Sprintf(
+			"the cluster's CA Secret %s was deleted while %d nodes run with certificates it signed; not making a new CA, which they would not trust: "+
+				"restore %s (tls.crt and tls.key of the CA; ca.crt of Secret %s holds its certificate)", name, nodes, name, valkeyv1.TLSSecretName(vc.Name))}
 	}
 	certPEM, keyPEM, err := newCA(vc.Name, time.Now())
 	if err != nil {
