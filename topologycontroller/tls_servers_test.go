@@ -3,7 +3,9 @@ package topologycontroller_test
 import (
 	"context"
 	"crypto/x509"
+	"encoding/pem"
 	"fmt"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -22,6 +24,7 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 	)
 	BeforeAll(func() {
 		if ok, why := valkeyserver.SupportsTLS(); !ok {
+			fmt.Println("TLS specs skipped:", why) // shown by go test -v, as valkeyserver names its server
 			Skip("TLS specs skipped: " + why)
 		}
 		ns = newNamespace()
@@ -47,7 +50,9 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 		before := runIDs(f, pw, ca.pem)
 		renewed := ca.secretData(clusterNames(ns, "t")...)
 		putSecret(ns, "cert", renewed)
+		start := time.Now()
 		Eventually(func() error { return servingEverywhere(f, ca.pem, parseCert(renewed["tls.crt"])) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
+		AddReportEntry("renewed certificate served by all 6 servers after", time.Since(start).Round(10*time.Millisecond).String())
 		Expect(runIDs(f, pw, ca.pem)).To(Equal(before), "no server restarted")
 		tlsCondition(ns, "t", true, valkeyv1.ReasonCertificateServed)
 		Expect(eventsWithReason(ns, valkeyv1.EventCertificateReloaded)).To(BeNumerically(">=", 1))
@@ -134,3 +139,32 @@ func parseCert(certPEM []byte) *x509.Certificate {
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return c
 }
+
+var _ = Describe("TLS with generated certificates (servers built with TLS)", func() {
+	It("forms the cluster with a certificate covering every pod IP, served by every server", func() {
+		if ok, why := valkeyserver.SupportsTLS(); !ok {
+			Skip("TLS specs skipped: " + why)
+		}
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		newTLSCluster(ns, "gen", 3, 0, map[string]any{"generate": true})
+		pw := clusterPassword(ns, "gen")
+		Eventually(clusterReady(ns, "gen"), formTimeout).Should(Succeed())
+		tlsCondition(ns, "gen", true, valkeyv1.ReasonCertificateServed)
+		ca := generatedCA(ns, "gen")
+		caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Raw})
+		leaf := generatedCert(ns, "gen", ca, func(c *x509.Certificate) error {
+			for _, a := range f.addrs() {
+				host, _, _ := strings.Cut(a, ":")
+				if c.VerifyHostname(host) != nil {
+					return fmt.Errorf("pod IP %s not covered", host)
+				}
+			}
+			return nil
+		})
+		Expect(servingEverywhere(f, caPEM, leaf)).To(Succeed())
+		Expect(checkHealthyTLS(f, pw, caPEM, 3)).To(Succeed())
+		AddReportEntry("certificates issued while forming 3 shards", eventsWithReason(ns, valkeyv1.EventCertificateIssued))
+	})
+})
