@@ -10,8 +10,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/tlsconf"
 	"valkey.io/operator/test/valkeyserver"
 )
 
@@ -59,6 +61,23 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 		Eventually(func() error { return checkHealthyTLS(f, pw, ca.pem, 6) }, 30*time.Second).Should(Succeed())
 	})
 
+	It("moves slots and their keys over TLS when scaling out", func() {
+		writeKeysTLS(f.addrs(), pw, ca.pem, 2000)
+		vc := getCluster(ns, "t")
+		vc.Spec.Shards = 4
+		Expect(k8s.Update(context.Background(), vc)).To(Succeed())
+		Eventually(clusterReady(ns, "t"), formTimeout).Should(Succeed())
+		Eventually(func() error { return checkHealthyTLS(f, pw, ca.pem, 8) }, 30*time.Second).Should(Succeed())
+		var owned int
+		for _, n := range listNodes(ns) {
+			if n.Spec.Shard == 3 && n.Status.Topology != nil && n.Status.Topology.Role == valkeyv1.RolePrimary {
+				owned = int(n.Status.Topology.Slots)
+			}
+		}
+		Expect(owned).To(BeNumerically(">", 4000), "the new shard's primary owns its share of slots")
+		Expect(missingKeysTLS(f.addrs(), pw, ca.pem, 2000)).To(BeZero())
+	})
+
 	It("changes nothing running while the Secret is refused", func() {
 		current, err := servedCert(f.addrs()[0], ca.pem)
 		Expect(err).NotTo(HaveOccurred())
@@ -80,6 +99,36 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 		Eventually(func() string { return getNode(ns, "t-0-0").Spec.Image }, 30*time.Second).Should(Equal("valkey/valkey:changed"))
 	})
 })
+
+// writeKeysTLS writes n keys through a cluster client over TLS.
+func writeKeysTLS(addrs []string, pw string, caPEM []byte, n int) {
+	c := tlsClusterClient(addrs, pw, caPEM)
+	defer c.Close()
+	for i := 0; i < n; i++ {
+		ExpectWithOffset(1, c.Do(context.Background(), c.B().Set().Key(fmt.Sprintf("k%d", i)).Value(fmt.Sprint(i)).Build()).Error()).To(Succeed())
+	}
+}
+
+// missingKeysTLS counts the keys of writeKeysTLS that cannot be read back with their value.
+func missingKeysTLS(addrs []string, pw string, caPEM []byte, n int) int {
+	c := tlsClusterClient(addrs, pw, caPEM)
+	defer c.Close()
+	missing := 0
+	for i := 0; i < n; i++ {
+		if v, err := c.Do(context.Background(), c.B().Get().Key(fmt.Sprintf("k%d", i)).Build()).ToString(); err != nil || v != fmt.Sprint(i) {
+			missing++
+		}
+	}
+	return missing
+}
+
+func tlsClusterClient(addrs []string, pw string, caPEM []byte) valkey.Client {
+	pool, err := tlsconf.Pool(caPEM)
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: addrs, Password: pw, DisableCache: true, TLSConfig: tlsconf.ChainOnly(pool, nil)})
+	ExpectWithOffset(2, err).NotTo(HaveOccurred())
+	return c
+}
 
 // checkHealthyTLS: every server, reached over TLS, says cluster_state ok, knows n nodes and
 // every replica's link to its primary (replication over TLS) is up.
