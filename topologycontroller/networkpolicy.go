@@ -61,7 +61,7 @@ func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error 
 
 // desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own
 // pods and the operator's namespace; on the client port, those and spec.network.clientFrom,
-// or anyone when clientFrom is empty. Egress is not restricted. Without an operator
+// or anyone when clientFrom is empty (the same on tls.plaintextPort). Egress is not restricted. Without an operator
 // namespace (a controller run outside a pod) only the cluster's own pods and clientFrom are
 // admitted.
 func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNamespace string) *networkingv1.NetworkPolicy {
@@ -82,6 +82,10 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 			from = append(from, *p.DeepCopy())
 		}
 		clients = ingressRule(clientPort, from)
+	}
+	if t := vc.Spec.TLS; t != nil && t.PlaintextPort != nil {
+		// tls.plaintextPort serves the same clients, without TLS.
+		clients.Ports = append(clients.Ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(*t.PlaintextPort))})
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},

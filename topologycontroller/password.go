@@ -202,7 +202,7 @@ func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	st := *vc.Status.DeepCopy()
 	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
-	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned} {
+	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned, valkeyv1.ConditionTLSReady} {
 		if c := status.Get(vc.Status.Conditions, t); c != nil {
 			kept := *c
 			kept.ObservedGeneration = 0 // written for the current generation, as before

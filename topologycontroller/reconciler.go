@@ -65,12 +65,22 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	certificate, err := r.clusterTLS(ctx, vc)
+	if te := (*tlsError)(nil); errors.As(err, &te) {
+		return r.reportTLS(ctx, vc, te)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	nodes, waiting, err := r.fanOut(ctx, vc, ref)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
 	cs := newConns(password, r.Options.DialTimeout, r.Options.CommandTimeout)
 	defer cs.close()
+	if certificate != nil {
+		cs.useTLS(certificate.roots)
+	}
 	st := r.observe(ctx, vc, nodes, cs)
 	for _, w := range waiting {
 		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
@@ -79,6 +89,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)
 	}
+	r.reloadCertificates(ctx, st, certificate)
 	if err := r.protect(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}

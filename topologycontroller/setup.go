@@ -64,6 +64,9 @@ type Options struct {
 	// OperatorNamespace is the namespace the controller runs in: every cluster's
 	// NetworkPolicy admits it to both ports (none when empty).
 	OperatorNamespace string `mapstructure:"operator-namespace"`
+	// ClusterDomain is the Kubernetes cluster's DNS domain, in the names generated
+	// certificates cover (<service>.<namespace>.svc.<domain>).
+	ClusterDomain string `mapstructure:"cluster-domain"`
 	// PartitionOptions shard the clusters among active replicas (partitions.go).
 	PartitionOptions `mapstructure:",squash"`
 	// Middleware, when set, wraps each reconciler inside the partition guard: it sees only
@@ -91,6 +94,7 @@ func DefaultOptions() Options {
 		FailoverBackoffMax:         5 * time.Minute,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
+		ClusterDomain:              "cluster.local",
 		PartitionOptions: PartitionOptions{
 			Partitions:             8,
 			PartitionLeaseDuration: 15 * time.Second,
@@ -109,6 +113,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.MigrationBatchSize, d.MigrationBatchSize)
 	orDefault(&o.MigrationSlotsPerReconcile, d.MigrationSlotsPerReconcile)
 	orDefault(&o.MigrationMode, d.MigrationMode)
+	orDefault(&o.ClusterDomain, d.ClusterDomain)
 	orDefault(&o.FailoverTimeout, d.FailoverTimeout)
 	orDefault(&o.FailoverBackoff, d.FailoverBackoff)
 	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
@@ -172,8 +177,9 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeyclusters/status,verbs=get;patch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes/status,verbs=get;patch
-// Secrets: get and create only, never list or watch (see CacheOptions).
-// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create
+// Secrets: get, create and update (generated certificates are renewed in place), never
+// list or watch (see CacheOptions).
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;create;update
 // +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=services,verbs=get;list;watch;create;patch

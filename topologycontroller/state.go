@@ -43,6 +43,8 @@ type clusterState struct {
 	// serviceRefused says why a Service of the cluster could not be made ("" when both
 	// are as wanted).
 	serviceRefused string
+	// tlsReady is the cluster's TLSReady decided this round (nil without spec.tls).
+	tlsReady *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

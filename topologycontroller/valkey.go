@@ -37,6 +37,8 @@ type conns struct {
 	dialTimeout time.Duration
 	cmdTimeout  time.Duration
 	clients     map[string]valkey.Client
+	// tls: servers speak TLS with certificates of this cluster's CA (see conns_tls.go).
+	tls *connsTLS
 }
 
 func newConns(password string, dialTimeout, cmdTimeout time.Duration) *conns {
@@ -66,6 +68,7 @@ func (c *conns) get(addr string) (valkey.Client, error) {
 		ReadBufferEachConn:  connReadBuffer,
 		WriteBufferEachConn: connWriteBuffer,
 		RingScaleEachConn:   connRingScale,
+		TLSConfig:           c.tls.config(addr),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)

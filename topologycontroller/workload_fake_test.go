@@ -60,6 +60,9 @@ type fakeWorkload struct {
 	// held nodes are left alone (a workload controller that is down or slow): their server
 	// runs on, and a test reports their workload status itself.
 	held map[string]bool
+
+	// tlsDirs are the nodes' certificate "volumes" (see mountTLS).
+	tlsDirs map[string]string
 }
 
 // approval is a roll approval as the workload saw it, with the node's role at that moment.
@@ -133,6 +136,11 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 		if f.held[n.Name] && s != nil {
 			continue
 		}
+		if s != nil {
+			if _, err := f.mountTLS(ctx, n); err != nil {
+				return err
+			}
+		}
 		if s == nil {
 			var err error
 			if s, err = f.startServer(ctx, n, ""); err != nil {
@@ -184,8 +192,12 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 	if err != nil {
 		return nil, err
 	}
+	tlsDir, err := f.mountTLS(ctx, n)
+	if err != nil {
+		return nil, err
+	}
 	return valkeyserver.Start(valkeyserver.Options{
-		Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir,
+		Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir, TLSDir: tlsDir,
 		Config: []string{"cluster-node-timeout 2000", "save 3600 1"},
 	})
 }

@@ -41,6 +41,7 @@ func renderConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, erro
 	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" {
 		p.AuthFile = AuthFile
 	}
+	p.TLS = tlsParams(spec)
 	if ps := spec.Persistence; ps != nil {
 		p.Persistence = true
 		p.RDB, p.AOF = ps.RDBEnabled(), ps.AOFEnabled()

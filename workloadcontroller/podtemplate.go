@@ -198,6 +198,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.PodHostname(), sub
 	}
 	place(node, &tmpl.Spec)
+	withTLS(node, &tmpl.Spec)
 	return tmpl
 }
 

@@ -19,6 +19,7 @@ import (
 	"os"
 	"time"
 
+	"valkey.io/operator/internal/tlsconf"
 	"valkey.io/operator/internal/valkeystart"
 )
 
@@ -58,6 +59,7 @@ func runServer(args []string) int {
 	fs.BoolVar(&w.Durable, "durable", false, "the server keeps its data set on disk (RDB or AOF)")
 	passwordEnv := fs.String("password-env", "VALKEY_PASSWORD", "environment variable holding the servers' password")
 	fs.StringVar(&w.AuthFile, "auth-file", "", "file (mode 0600) to write the password into as requirepass and masterauth, for the server's config to include")
+	tlsCA := fs.String("tls-ca-file", "", "with TLS: the CA certificate (PEM) the servers' certificates are verified against; servers are then reached over TLS")
 	fs.DurationVar(&w.DialTimeout, "dial-timeout", 2*time.Second, "bound of each connection and command")
 	fs.DurationVar(&w.FailoverTimeout, "failover-timeout", 10*time.Second, "bound of each attempt to promote a replica before a start")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")
@@ -72,6 +74,14 @@ func runServer(args []string) int {
 		return 2
 	}
 	w.Password = os.Getenv(*passwordEnv)
+	if *tlsCA != "" {
+		cfg, err := tlsconf.FromCAFile(*tlsCA)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "valkey-start:", err)
+			return 1
+		}
+		w.TLS = cfg
+	}
 	return w.Run(context.Background(), fs.Args())
 }
 

@@ -74,7 +74,7 @@ func UnchangedCluster(vc *valkeyv1.ValkeyCluster, st valkeyv1.ValkeyClusterStatu
 	cur := vc.Status
 	return cur.ObservedGeneration == st.ObservedGeneration && cur.Shards == st.Shards && cur.ReadyShards == st.ReadyShards &&
 		cur.Nodes == st.Nodes && cur.ReadyNodes == st.ReadyNodes && cur.SlotsAssigned == st.SlotsAssigned &&
-		SameConditions(vc, cur.Conditions, st.Conditions, valkeyv1.ClusterConditions)
+		SameConditions(vc, cur.Conditions, st.Conditions, append(append([]string(nil), valkeyv1.ClusterConditions...), valkeyv1.AccessConditions...))
 }
 
 // SameConditions tells whether cur holds exactly the conditions of want among the owned

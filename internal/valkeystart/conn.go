@@ -2,6 +2,7 @@ package valkeystart
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"net"
 	"time"
@@ -17,8 +18,9 @@ type server struct {
 	cl   valkey.Client
 }
 
-// dial connects to the server at addr (ip:port) with the password ("" for none).
-func dial(addr, password string, timeout time.Duration) (*server, error) {
+// dial connects to the server at addr (ip:port) with the password ("" for none), over TLS
+// when tlsConfig is set.
+func dial(addr, password string, timeout time.Duration, tlsConfig *tls.Config) (*server, error) {
 	cl, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress:       []string{addr},
 		Password:          password,
@@ -28,6 +30,7 @@ func dial(addr, password string, timeout time.Duration) (*server, error) {
 		AlwaysRESP2:       true,
 		Dialer:            net.Dialer{Timeout: timeout},
 		ConnWriteTimeout:  timeout,
+		TLSConfig:         tlsConfig,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)

@@ -6,6 +6,7 @@ package valkeystart
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -38,6 +39,9 @@ type Wrapper struct {
 	// AuthFile, when set, is written with the password (requirepass, masterauth) before
 	// the server starts; the server's config includes it.
 	AuthFile string
+	// TLS, when set, is how the servers are reached (spec.tls): the chain is verified
+	// against the cluster's CA, not the name (the local server is dialed at 127.0.0.1).
+	TLS *tls.Config
 	// Durable: the server keeps its data set on disk (RDB or AOF), so a clean stop leaves
 	// it whole and the server may start on it as a primary.
 	Durable bool

@@ -125,7 +125,7 @@ func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
 func clusterClient(c *v1.ValkeyCluster) valkey.Client {
 	vc, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress: podAddrs(c), Password: password(c), DisableCache: true,
-		ConnWriteTimeout: 5 * time.Second,
+		ConnWriteTimeout: 5 * time.Second, TLSConfig: clientTLS(c),
 	})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return vc

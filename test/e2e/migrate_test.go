@@ -219,7 +219,7 @@ func (w *ackWriter) stop() ([]int, map[string]int) {
 func ackClient(c *v1.ValkeyCluster) valkey.Client {
 	vc, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress: podAddrs(c), Password: password(c), DisableCache: true, DisableRetry: true,
-		ConnWriteTimeout: 5 * time.Second,
+		ConnWriteTimeout: 5 * time.Second, TLSConfig: clientTLS(c),
 	})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	return vc

@@ -9,6 +9,8 @@
 #       that test/valkeyserver/install.sh caches; /usr/bin/valkey-cli: valkey-cli or Debian's
 #       redis-cli from this machine, the wheel has none; each with the libraries ldd lists; runs
 #       as uid 1000; no shell; /usr/local/bin/kit for tests to look inside with kubectl exec).
+#       + valkey.local/redis-tls:dev: Debian's redis-server and redis-cli (built with TLS) as
+#       /usr/bin/valkey-server and valkey-cli, same layout, for the TLS e2e specs.
 # all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*;
 #       the workload controller's image also holds valkey-start (./cmd/valkey-start);
 #       + valkey.local/kube-network-policies:dev, the local cluster's NetworkPolicy enforcer
@@ -48,6 +50,23 @@ items=("$server=/usr/bin/$(basename "$server")" "libs:$server" "$cli=/usr/bin/$(
 	-user 1000:1000 -workdir /data -passwd valkey:1000:1000:/data -expose 6379/tcp -expose 16379/tcp \
 	"${items[@]}" "$bin/kit=/usr/local/bin/kit" dir:/data:1000:1000:0775 dir:/tmp:0:0:1777
 built+=("$out/valkey.tar")
+
+# valkey.local/redis-tls:dev: the same layout with Debian's redis-server and redis-cli, built
+# with TLS (the Valkey above has none), for the TLS e2e specs; skipped with a note without them.
+rserver="$(command -v redis-server || true)"
+rcli="$(command -v redis-cli || true)"
+if [ -n "$rserver" ] && [ -n "$rcli" ] && ldd "$(readlink -f "$rserver")" | grep -q libssl; then
+	rserver="$(readlink -f "$rserver")"
+	echo "valkey.local/redis-tls:dev: $("$rserver" --version | cut -d' ' -f1-3), $("$rcli" --version)"
+	"$pack" -out "$out/redis-tls.tar" -tag valkey.local/redis-tls:dev -entrypoint /usr/bin/valkey-server \
+		-user 1000:1000 -workdir /data -passwd valkey:1000:1000:/data -expose 6379/tcp -expose 16379/tcp \
+		"$rserver=/usr/bin/redis-server" "libs:$rserver" "$rcli=/usr/bin/redis-cli" "libs:$rcli" \
+		"link:/usr/bin/valkey-server=redis-server" "link:/usr/bin/valkey-cli=redis-cli" \
+		"$bin/kit=/usr/local/bin/kit" dir:/data:1000:1000:0775 dir:/tmp:0:0:1777
+	built+=("$out/redis-tls.tar")
+else
+	echo "valkey.local/redis-tls:dev skipped: no redis-server built with TLS and redis-cli (apt-get install redis-server redis-tools)"
+fi
 
 if [ "$what" = all ]; then
 	# valkey-start, the Valkey container's entrypoint, ships in the workload controller's image.

@@ -131,6 +131,10 @@ type Options struct {
 	// command-line arguments do, then Password and Config: dir, persistence and cluster mode
 	// come from the file, and Cluster is ignored.
 	ConfigFile string
+	// TLSDir, when set, holds tls.crt, tls.key and ca.crt: the server then serves TLS only
+	// on Port (port 0, tls-port Port) and speaks TLS on replication and the cluster bus,
+	// as a pod with spec.tls does. The server must be built with TLS (see SupportsTLS).
+	TLSDir string
 }
 
 // Server is a running server.
@@ -195,6 +199,7 @@ func Start(opts Options) (*Server, error) {
 	if opts.Password != "" {
 		lines = append(lines, "requirepass "+opts.Password, "masterauth "+opts.Password)
 	}
+	lines = append(lines, tlsLines(opts)...)
 	lines = append(lines, opts.Config...)
 	conf := filepath.Join(opts.Dir, "test.conf")
 	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
@@ -228,7 +233,7 @@ func (s *Server) waitReady(timeout time.Duration) error {
 			return fmt.Errorf("server on %s exited: %w", s.Addr(), err)
 		default:
 		}
-		if c, err := net.DialTimeout("tcp", s.Addr(), 200*time.Millisecond); err == nil {
+		if c, err := s.dialProbe(); err == nil {
 			_ = c.SetDeadline(time.Now().Add(time.Second))
 			_, _ = c.Write([]byte("PING\r\n"))
 			buf := make([]byte, 64)

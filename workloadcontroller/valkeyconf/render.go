@@ -45,6 +45,16 @@ type Params struct {
 	// (cluster-announce-hostname) and prefers in redirects and CLUSTER SLOTS/SHARDS
 	// (cluster-preferred-endpoint-type hostname): its pod's DNS name.
 	AnnounceHostname string
+	// TLS, when set, serves clients, replication and the cluster bus over TLS.
+	TLS *TLS
+}
+
+// TLS is where the server's certificate files are, and the plaintext port kept, if any.
+type TLS struct {
+	// Dir holds tls.crt, tls.key and ca.crt (the certificate Secret's volume).
+	Dir string
+	// PlaintextPort also serves plaintext clients (0: none).
+	PlaintextPort int32
 }
 
 // ConfigError names the user config key (or spec field) that cannot be rendered, and why.
@@ -70,6 +80,14 @@ var ownedKeys = map[string]string{
 	"cluster-preferred-endpoint-type": "the topology controller relies on IP endpoints",
 	"port":                            "the client port is owned by the operator",
 	"tls-port":                        "ports are owned by the operator",
+	"tls-cert-file":                   "the certificate comes from spec.tls",
+	"tls-key-file":                    "the certificate comes from spec.tls",
+	"tls-ca-cert-file":                "the certificate comes from spec.tls",
+	"tls-ca-cert-dir":                 "the certificate comes from spec.tls",
+	"tls-client-cert-file":            "the certificate comes from spec.tls",
+	"tls-client-key-file":             "the certificate comes from spec.tls",
+	"tls-replication":                 "TLS on replication follows spec.tls",
+	"tls-cluster":                     "TLS on the cluster bus follows spec.tls",
 	"bind":                            "the listen addresses are owned by the operator",
 	"bind-source-addr":                "the source address is owned by the operator",
 	"requirepass":                     "the password comes from spec.passwordSecret",
@@ -224,7 +242,7 @@ func unsafeValue(v string) string {
 func ownedDirectives(p Params) ([]Directive, error) {
 	one := func(k, v string) Directive { return Directive{k, []string{v}} }
 	d := []Directive{
-		one("port", fmt.Sprint(ClientPort)),
+		one("port", fmt.Sprint(plaintextPort(p.TLS))),
 		one("bind", "* -::*"),
 		one("protected-mode", "no"),
 		one("daemonize", "no"),
@@ -274,10 +292,39 @@ func ownedDirectives(p Params) ([]Directive, error) {
 	if p.AnnounceHostname != "" {
 		d = append(d, one("cluster-announce-hostname", p.AnnounceHostname), one("cluster-preferred-endpoint-type", "hostname"))
 	}
+	d = append(d, tlsDirectives(p.TLS)...)
 	if p.AuthFile != "" {
 		d = append(d, one("include", p.AuthFile))
 	}
 	return d, nil
+}
+
+// plaintextPort is the port plaintext clients connect to: ClientPort without TLS; with
+// TLS, the plaintext port asked for, or 0 (none).
+func plaintextPort(t *TLS) int32 {
+	if t == nil {
+		return ClientPort
+	}
+	return t.PlaintextPort
+}
+
+// tlsDirectives switch the client port, replication and the cluster bus to TLS: the
+// client port serves TLS, the plaintext port is off unless asked for, and clients need no
+// certificate of their own.
+func tlsDirectives(t *TLS) []Directive {
+	if t == nil {
+		return nil
+	}
+	one := func(k, v string) Directive { return Directive{k, []string{v}} }
+	return []Directive{
+		one("tls-port", fmt.Sprint(ClientPort)),
+		one("tls-cert-file", t.Dir+"/tls.crt"),
+		one("tls-key-file", t.Dir+"/tls.key"),
+		one("tls-ca-cert-file", t.Dir+"/ca.crt"),
+		one("tls-replication", "yes"),
+		one("tls-cluster", "yes"),
+		one("tls-auth-clients", "no"),
+	}
 }
 
 // write writes one line: the key and each argument double-quoted (Quote).

@@ -237,3 +237,63 @@ func FuzzRenderConfig(f *testing.F) {
 		}
 	})
 }
+
+// TestRenderTLS checks what spec.tls renders, as valkey-server reads it: TLS on the client
+// port, replication and the bus, the plaintext port off unless asked for, and no TLS
+// setting at all without spec.tls.
+func TestRenderTLS(t *testing.T) {
+	tlsOn := map[string]string{
+		"tls-port": "6379", "tls-cert-file": "/etc/valkey-tls/tls.crt", "tls-key-file": "/etc/valkey-tls/tls.key",
+		"tls-ca-cert-file": "/etc/valkey-tls/ca.crt", "tls-replication": "yes", "tls-cluster": "yes",
+		"tls-auth-clients": "no", "cluster-port": "16379",
+	}
+	for _, tc := range []struct {
+		name string
+		tls  *TLS
+		port string
+	}{
+		{"TLS only", &TLS{Dir: "/etc/valkey-tls"}, "0"},
+		{"TLS and a plaintext port", &TLS{Dir: "/etc/valkey-tls", PlaintextPort: 6380}, "6380"},
+		{"no TLS", nil, "6379"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conf, err := Render(Params{DataDir: "/data", TLS: tc.tls})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, err := parse(conf)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]string{}
+			for _, d := range ds {
+				if _, dup := got[d.Key]; dup {
+					t.Errorf("%s rendered twice:\n%s", d.Key, conf)
+				}
+				got[d.Key] = d.Args
+			}
+			if p := got["port"]; len(p) != 1 || p[0] != tc.port {
+				t.Errorf("port = %q, want %s", p, tc.port)
+			}
+			for k, v := range tlsOn {
+				a, ok := got[k]
+				switch {
+				case tc.tls == nil && ok && k != "cluster-port":
+					t.Errorf("%s rendered without spec.tls", k)
+				case tc.tls != nil && (len(a) != 1 || a[0] != v):
+					t.Errorf("%s = %q, want %q", k, a, v)
+				}
+			}
+		})
+	}
+}
+
+func TestRenderRefusesUserTLSFiles(t *testing.T) {
+	for _, k := range []string{"tls-cert-file", "tls-cluster", "tls-replication", "tls-port"} {
+		_, err := Render(Params{DataDir: "/data", Config: map[string]string{k: "x"}})
+		var ce *ConfigError
+		if !errors.As(err, &ce) || ce.Key != k {
+			t.Errorf("spec.config %s: got %v, want a ConfigError", k, err)
+		}
+	}
+}

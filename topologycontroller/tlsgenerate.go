@@ -1,0 +1,172 @@
+package topologycontroller
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// generatedTLS keeps the cluster's CA (Secret <cluster>-ca) and its servers' certificate
+// (Secret <cluster>-tls), issuing the certificate again when it is missing or damaged, not
+// signed by the CA, due for renewal, or when a pod IP is not covered.
+func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*bundle, error) {
+	ca, caPEM, err := r.clusterCA(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	ips, err := r.podIPs(ctx, vc)
+	if err != nil {
+		return nil, err
+	}
+	name := valkeyv1.TLSSecretName(vc.Name)
+	var s corev1.Secret
+	err = r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
+	if err != nil && !isNotFound(err) {
+		return nil, fmt.Errorf("get TLS Secret %s: %w", name, err)
+	}
+	now := time.Now()
+	exists := err == nil
+	why := "no certificate yet"
+	if exists {
+		b, bad := parseBundle(s.Data, now)
+		why = reissueReason(b, bad, caPEM, serviceNames(vc, r.Options.ClusterDomain), ips, now)
+		if why == "" {
+			return b, nil
+		}
+	}
+	return r.issue(ctx, vc, &s, exists, ca, caPEM, ips, why)
+}
+
+// reissueReason says why a generated certificate must be issued again, "" when it is good.
+func reissueReason(b *bundle, bad error, caPEM []byte, names, ips []string, now time.Time) string {
+	switch {
+	case bad != nil:
+		return "the certificate Secret was damaged: " + bad.Error()
+	case !bytes.Equal(b.ca, caPEM):
+		return "the CA changed"
+	case dueForRenewal(b.leaf, now):
+		return fmt.Sprintf("less than a third of its validity is left (it expires at %s)", b.leaf.NotAfter.UTC().Format(time.RFC3339))
+	}
+	if missing := uncovered(b.leaf, names, ips); len(missing) > 0 {
+		return "it does not cover " + strings.Join(missing, ", ")
+	}
+	return ""
+}
+
+// issue issues the servers' certificate and writes it into the TLS Secret s (created when
+// it does not exist), with the CA for clients to trust.
+func (r *Reconciler) issue(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, ca *keyPair, caPEM []byte, ips []string, why string) (*bundle, error) {
+	var parsed []net.IP
+	for _, ip := range ips {
+		parsed = append(parsed, net.ParseIP(ip))
+	}
+	certPEM, keyPEM, err := issueServer(ca, valkeyv1.ClientServiceName(vc.Name)+"."+vc.Namespace+".svc",
+		serviceNames(vc, r.Options.ClusterDomain), parsed, time.Now())
+	if err != nil {
+		return nil, err
+	}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, caCertKey: caPEM}
+	if err := r.writeSecret(ctx, vc, s, exists, valkeyv1.TLSSecretName(vc.Name), corev1.SecretTypeTLS, data); err != nil {
+		return nil, err
+	}
+	b, err := parseBundle(data, time.Now())
+	if err != nil {
+		return nil, fmt.Errorf("check the issued certificate: %w", err)
+	}
+	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateIssued, "IssueCertificate",
+		"issued the servers' certificate (serial %x, valid until %s) into Secret %s: %s",
+		b.leaf.SerialNumber, b.leaf.NotAfter.UTC().Format(time.RFC3339), valkeyv1.TLSSecretName(vc.Name), why)
+	return b, nil
+}
+
+// clusterCA returns the cluster's CA, made (Secret <cluster>-ca, owned by the cluster) when
+// missing before the cluster has nodes. A damaged CA Secret, or one deleted while nodes
+// run, is reported, not replaced: the servers trust it.
+func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*keyPair, []byte, error) {
+	name := valkeyv1.CASecretName(vc.Name)
+	var s corev1.Secret
+	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
+	if err == nil {
+		ca, perr := parseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		if perr != nil {
+			return nil, nil, &tlsError{valkeyv1.ReasonTLSSecretInvalid, fmt.Sprintf(
+				"the cluster's CA Secret %s cannot be used (%v): delete it, and a new CA and certificate are made (servers reload them without a restart)", name, perr)}
+		}
+		return ca, s.Data[corev1.TLSCertKey], nil
+	}
+	if !isNotFound(err) {
+		return nil, nil, fmt.Errorf("get CA Secret %s: %w", name, err)
+	}
+	if nodes, err := r.ownedNodes(ctx, vc); err != nil || nodes > 0 {
+		if err != nil {
+			return nil, nil, err
+		}
+		// A new CA would not be trusted by the running servers, nor trust them.
+		return nil, nil, &tlsError{valkeyv1.ReasonTLSSecretMissing, fmt.Sprintf(
+			"the cluster's CA Secret %s was deleted while %d nodes run with certificates it signed; not making a new CA, which they would not trust: "+
+				"restore %s (tls.crt and tls.key of the CA; ca.crt of Secret %s holds its certificate)", name, nodes, name, valkeyv1.TLSSecretName(vc.Name))}
+	}
+	certPEM, keyPEM, err := newCA(vc.Name, time.Now())
+	if err != nil {
+		return nil, nil, err
+	}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}
+	if err := r.writeSecret(ctx, vc, &s, false, name, corev1.SecretTypeTLS, data); err != nil {
+		return nil, nil, err
+	}
+	ca, err := parseKeyPair(certPEM, keyPEM)
+	return ca, certPEM, err
+}
+
+// writeSecret creates the Secret name (owned by vc) with data, or replaces the data of the
+// existing s.
+func (r *Reconciler) writeSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, name string, typ corev1.SecretType, data map[string][]byte) error {
+	if exists {
+		s.Data = data
+		if err := r.Update(ctx, s); err != nil {
+			return fmt.Errorf("update Secret %s: %w", name, err)
+		}
+		return nil
+	}
+	*s = corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: map[string]string{
+			valkeyv1.LabelCluster: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue, valkeyv1.LabelName: valkeyv1.NameValue,
+		}},
+		Type: typ, Data: data,
+	}
+	if err := controllerutil.SetControllerReference(vc, s, r.Scheme()); err != nil {
+		return err
+	}
+	if err := r.Create(ctx, s); err != nil {
+		return fmt.Errorf("create Secret %s: %w", name, err)
+	}
+	return nil
+}
+
+// podIPs are the pod IPs of the cluster's nodes (status.workload.podIP), sorted.
+func (r *Reconciler) podIPs(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]string, error) {
+	var list valkeyv1.ValkeyNodeList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
+		return nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
+	}
+	var ips []string
+	for i := range list.Items {
+		n := &list.Items[i]
+		if w := n.Status.Workload; w != nil && w.PodIP != "" && metav1.IsControlledBy(n, vc) && net.ParseIP(w.PodIP) != nil {
+			ips = append(ips, w.PodIP)
+		}
+	}
+	sort.Strings(ips)
+	return ips, nil
+}

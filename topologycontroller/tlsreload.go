@@ -1,0 +1,103 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// reloadRecheck is how soon servers asked to reload their certificate are looked at again:
+// the kubelet writes a changed Secret into the pods' volumes within its sync period (about
+// a minute), and until then a reload reads the old files.
+const reloadRecheck = 2 * time.Second
+
+// reloadCertificates compares the certificate each reachable server served when it was
+// dialed this round with the Secret's, and asks the servers that serve another one to load
+// their certificate files again (CONFIG SET of the same paths: Valkey and Redis reload the
+// TLS context without a restart). It decides TLSReady.
+func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b *bundle) {
+	if b == nil {
+		return
+	}
+	var stale, failed []string
+	for _, m := range st.sortedMembers() {
+		served := st.cs.servedBy(m.addr)
+		if !m.reachable() || served == nil || served.Equal(b.leaf) {
+			continue
+		}
+		stale = append(stale, m.node.Name)
+		if err := reloadTLS(ctx, st.cs, m.addr); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", m.node.Name, err))
+		}
+	}
+	if len(stale) == 0 {
+		c := status.Condition(valkeyv1.ConditionTLSReady, true, valkeyv1.ReasonCertificateServed, fmt.Sprintf(
+			"every server serves the certificate with serial %x, valid until %s", b.leaf.SerialNumber, b.leaf.NotAfter.UTC().Format(time.RFC3339)))
+		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionTLSReady); cur != nil && cur.Reason == valkeyv1.ReasonCertificateReloading {
+			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
+		}
+		st.tlsReady = &c
+		return
+	}
+	msg := fmt.Sprintf("%d servers serve an older certificate than Secret's serial %x (%s): asked them to load it again without a restart; "+
+		"the kubelet updates the mounted files within about a minute", len(stale), b.leaf.SerialNumber, strings.Join(stale, ", "))
+	if len(failed) > 0 {
+		msg += "; the reload failed on " + strings.Join(failed, "; ")
+	}
+	c := status.Condition(valkeyv1.ConditionTLSReady, false, valkeyv1.ReasonCertificateReloading, msg)
+	st.tlsReady = &c
+	st.wait("reloading the TLS certificate on "+strings.Join(stale, ", "), reloadRecheck)
+}
+
+// reloadTLS makes the server at addr load its TLS files again: CONFIG SET of the file
+// settings it has, to the same paths.
+func reloadTLS(ctx context.Context, cs *conns, addr string) error {
+	r, err := cs.do(ctx, addr, "CONFIG", "GET", "tls-*-file")
+	if err != nil {
+		return err
+	}
+	kv, err := r.AsStrMap()
+	if err != nil {
+		return fmt.Errorf("CONFIG GET tls-*-file on %s: %w", addr, err)
+	}
+	args := []string{"CONFIG", "SET"}
+	for _, k := range []string{"tls-cert-file", "tls-key-file", "tls-ca-cert-file"} {
+		if kv[k] != "" {
+			args = append(args, k, kv[k])
+		}
+	}
+	if len(args) == 2 {
+		return fmt.Errorf("%s has no TLS files configured", addr)
+	}
+	return cs.ok(ctx, addr, args...)
+}
+
+// reportTLS reports an unusable certificate Secret: TLSReady=False with its reason (the
+// other conditions stay as last observed), and a Warning event when it is new. Nothing else
+// is done this round: nothing running changes.
+func (r *Reconciler) reportTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster, te *tlsError) (ctrl.Result, error) {
+	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionTLSReady); cur == nil || cur.Reason != te.reason || cur.Message != te.msg {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, te.reason, "ReadCertificate", "%s", te.msg)
+	}
+	st := *vc.Status.DeepCopy()
+	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionTLSReady, false, te.reason, te.msg)}
+	for _, c := range vc.Status.Conditions {
+		if c.Type != valkeyv1.ConditionTLSReady {
+			kept := c
+			kept.ObservedGeneration = 0
+			st.Conditions = append(st.Conditions, kept)
+		}
+	}
+	if err := r.Status.ApplyCluster(ctx, vc, st); err != nil {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{RequeueAfter: passwordRecheck}, nil
+}
