@@ -99,7 +99,7 @@ var _ = Describe("TLS certificate Secret refused", func() {
 		Entry("not covering the names", badSecret{
 			data:   func(string) map[string][]byte { return newTestCA().secretData("valkey.example.com") },
 			reason: valkeyv1.ReasonCertificateNamesNotCovered,
-			says:   []string{"valkey-c.NS.svc", "c-0-0.valkey-c-nodes.NS.svc", "c-2-0.valkey-c-nodes.NS.svc", "valkey.example.com"},
+			says:   []string{"valkey-c.NS.svc", "valkey-c-0-0-0.valkey-c-nodes.NS.svc", "valkey-c-2-0-0.valkey-c-nodes.NS.svc", "valkey.example.com"},
 		}),
 	)
 })
@@ -114,7 +114,7 @@ var _ = Describe("Generated certificates", func() {
 		Expect(ok && pub.Curve == elliptic.P256()).To(BeTrue(), "ECDSA P-256")
 		Expect(leaf.NotAfter.Sub(leaf.NotBefore)).To(BeNumerically("~", 90*24*time.Hour, time.Hour))
 		for _, name := range []string{"valkey-g", "valkey-g." + ns + ".svc", "valkey-g." + ns + ".svc.cluster.local",
-			"g-0-0.valkey-g-nodes." + ns + ".svc", "g-0-0.valkey-g-nodes." + ns + ".svc.cluster.local"} {
+			"valkey-g-0-0-0.valkey-g-nodes." + ns + ".svc", "valkey-g-0-0-0.valkey-g-nodes." + ns + ".svc.cluster.local"} {
 			Expect(leaf.VerifyHostname(name)).To(Succeed(), name)
 		}
 		Expect(eventsWithReason(ns, valkeyv1.EventCertificateIssued)).To(BeNumerically(">=", 1))

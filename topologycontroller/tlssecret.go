@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sort"
 	"strings"
 	"time"
@@ -61,14 +62,15 @@ func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*
 }
 
 // requiredNames are the DNS names a user's certificate must cover: the client Service's
-// and every wanted pod's, in their <name>.<namespace>.svc form (clients in other namespaces
+// and every wanted pod's (valkey-<node>-0.valkey-<cluster>-nodes), in their <name>.<namespace>.svc form (clients in other namespaces
 // use it; the longer .svc.<cluster domain> form is the user's choice).
 func requiredNames(vc *valkeyv1.ValkeyCluster) []string {
 	names := []string{valkeyv1.ClientServiceName(vc.Name) + "." + vc.Namespace + ".svc"}
 	headless := valkeyv1.HeadlessServiceName(vc.Name) + "." + vc.Namespace + ".svc"
 	for shard := int32(0); shard < vc.Spec.Shards; shard++ {
 		for replica := int32(0); replica <= vc.Spec.Replicas; replica++ {
-			names = append(names, valkeyv1.NodeName(vc.Name, shard, replica)+"."+headless)
+			pod := valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: valkeyv1.NodeName(vc.Name, shard, replica)}}
+			names = append(names, pod.PodHostname()+"."+headless)
 		}
 	}
 	return names
