@@ -32,7 +32,7 @@ const redisTLSImage = "valkey.local/redis-tls:dev"
 // TLS on every link, on the local cluster: a cluster with tls.generate is checked clean over
 // TLS from inside a pod, refuses plaintext, rolls under a TLS writer without losing an
 // acknowledged key, and serves a renewed certificate without a restart.
-var _ = Describe("TLS", Ordered, func() {
+var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	var cluster *v1.ValkeyCluster
 	BeforeAll(func() {
 		ns := newNamespace("tls")
