@@ -40,6 +40,8 @@ type clusterState struct {
 	// policyRefused says why the API server refused the cluster's NetworkPolicy ("" when
 	// it did not).
 	policyRefused string
+	// usersApplied is the cluster's UsersApplied (nil without spec.users).
+	usersApplied *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

@@ -70,7 +70,11 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	}
 	facts := factsOf(st)
 	facts.failoversStalled = r.stalledFailovers(st)
-	if err := r.Status.ApplyCluster(ctx, st.cluster, summarize(facts)); err != nil {
+	cst := summarize(facts)
+	if st.usersApplied != nil {
+		cst.Conditions = append(cst.Conditions, *st.usersApplied)
+	}
+	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -14,13 +14,16 @@ import (
 // OperatorRules are the permissions of the operator's own user: the commands the topology
 // controller, valkey-start and the probes send, the replication commands (it is the
 // replicas' masteruser), RESTORE-ASKING and SELECT for MIGRATE on the target, and every key
-// (MIGRATE moves any key). ACL itself is granted: the operator applies the users.
+// (MIGRATE moves any key). Write commands and MULTI/EXEC: Valkey 9's atomic slot migration
+// replays the moved keys on the target as the user the target authenticated with (its
+// masteruser). ACL itself is granted: the operator applies the users. No read command and
+// no channel is granted.
 var OperatorRules = []string{
 	"~*", "resetchannels", "-@all",
 	"+ping", "+info", "+cluster", "+asking", "+readonly", "+select",
 	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+flushall", "+wait",
 	"+config|get", "+config|set", "+client|pause", "+client|unpause", "+client|setname",
-	"+acl", "+psync", "+replconf", "+sync", "+auth", "+hello",
+	"+acl", "+psync", "+replconf", "+sync", "+auth", "+hello", "+@write", "+multi", "+exec",
 }
 
 // DefaultRules are the default user's permissions when it is kept without spec.users: all,
