@@ -80,7 +80,7 @@ func appUserWorks(user, password string) func(addr string) error {
 			return fmt.Errorf("GET app:1: %w", err)
 		}
 		if _, err := as(addr, user, password, "GET", "other:1"); err == nil || !strings.Contains(err.Error(), "NOPERM") {
-			return fmt.Errorf("GET other:1: %v, want NOPERM", err)
+			return fmt.Errorf("GET other:1 answered %q, want NOPERM", fmt.Sprint(err))
 		}
 		return nil
 	}
@@ -90,7 +90,7 @@ func appUserWorks(user, password string) func(addr string) error {
 func refused(user, password string) func(addr string) error {
 	return func(addr string) error {
 		if _, err := as(addr, user, password, "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
-			return fmt.Errorf("%s PING: %v, want WRONGPASS", user, err)
+			return fmt.Errorf("%s PING answered %q, want WRONGPASS", user, fmt.Sprint(err))
 		}
 		return nil
 	}

@@ -6,9 +6,9 @@ package v1alpha1
 type Announce string
 
 const (
-	// AnnounceIP: nodes are named by their pod IPs (the default).
+	// AnnounceIP names nodes by their pod IPs (the default).
 	AnnounceIP Announce = "ip"
-	// AnnounceHostname: nodes announce their pod DNS names under the cluster's headless
+	// AnnounceHostname makes nodes announce their pod DNS names under the cluster's headless
 	// Service (cluster-announce-hostname, cluster-preferred-endpoint-type hostname).
 	AnnounceHostname Announce = "hostname"
 )
