@@ -103,6 +103,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.requeue = time.Second
 	}
 	r.lookAgainWhileConverging(st)
+	st.recheckUsers()
 	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err

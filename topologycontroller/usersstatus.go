@@ -31,10 +31,16 @@ func (r *Reconciler) users(ctx context.Context, st *clusterState, p *userPlan) e
 		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
 	}
 	st.usersApplied = &c
-	if c.Status == metav1.ConditionFalse {
-		st.wait("users: "+c.Message, passwordRecheck) // user Secrets are not watched
-	}
 	return nil
+}
+
+// recheckUsers looks again within passwordRecheck while UsersApplied is False (user Secrets
+// are not watched), without reporting the cluster as Progressing: nothing else waits for
+// the users. It runs after the phases, which ask for sooner when they acted.
+func (st *clusterState) recheckUsers() {
+	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.requeue == 0 || passwordRecheck < st.requeue) {
+		st.requeue = passwordRecheck
+	}
 }
 
 // usersCondition is UsersApplied: False with the problems (a user whose Secret is missing,
