@@ -98,7 +98,9 @@ var _ = Describe("Re-creation and drain", func() {
 		for _, name := range names {
 			Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
 		}
-		Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.PasswordSecretName("c")}})).To(Succeed())
+		for _, name := range []string{valkeyv1.PasswordSecretName("c"), valkeyv1.OperatorSecretName("c"), valkeyv1.ACLSecretName("c")} {
+			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		}
 		vc := newCluster(ns, "c", 1, 1)
 		Expect(vc.UID).NotTo(Equal(old.UID))
 		mgr = startManager(testOptions)
