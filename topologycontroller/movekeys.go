@@ -122,7 +122,7 @@ func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst
 		var sent []keyBatch
 		for _, b := range batches[:n] {
 			if failed[b.slot] == "" {
-				cmds = append(cmds, migrateCmd(host, port, st.cs.password, b, r.Options.CommandTimeout))
+				cmds = append(cmds, migrateCmd(host, port, st.cs.migrateAuth(dst.addr), b, r.Options.CommandTimeout))
 				sent = append(sent, b)
 			}
 		}
@@ -147,11 +147,9 @@ func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst
 
 // migrateCmd is the MIGRATE of a batch, with a timeout for its size, at most limit (the
 // command timeout, which also bounds the wait for its reply).
-func migrateCmd(host, port, password string, b keyBatch, limit time.Duration) []string {
+func migrateCmd(host, port string, auth []string, b keyBatch, limit time.Duration) []string {
 	timeout := min(migrateBaseTimeout+time.Duration(b.bytes)*time.Second/migrateBytesPerSecond, limit)
 	args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(timeout.Milliseconds(), 10), "REPLACE"}
-	if password != "" {
-		args = append(args, "AUTH", password)
-	}
+	args = append(args, auth...)
 	return append(append(args, "KEYS"), b.keys...)
 }

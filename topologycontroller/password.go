@@ -165,8 +165,8 @@ func passwordIn(s *corev1.Secret, ref *valkeyv1.SecretKeyRef) (string, error) {
 	return string(pw), nil
 }
 
-// passwordRefused reports servers that refuse the password: the Secret's value was changed
-// after they started with another one.
+// passwordRefused reports servers that refuse both the operator's user and the default
+// user's password: neither value is one they know.
 func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordError {
 	var names []string
 	for _, n := range st.nodes {
@@ -178,9 +178,9 @@ func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordErro
 		return nil
 	}
 	return &passwordError{valkeyv1.ReasonPasswordRejected, fmt.Sprintf(
-		"%d of %d servers refuse the password in Secret %s (%s): it was changed after they started; "+
-			"nothing is done in Valkey until they accept it: put back the value they started with",
-		len(names), len(st.members), ref.Name, strings.Join(names, ", "))}
+		"%d of %d servers refuse both the operator's user %s (Secret %s) and the default user's password (Secret %s) (%s): "+
+			"neither is a value they know; nothing is done in Valkey until one is accepted: put back the value of either Secret that they know",
+		len(names), len(st.members), valkeyv1.OperatorUser, valkeyv1.OperatorSecretName(st.cluster.Name), ref.Name, strings.Join(names, ", "))}
 }
 
 // isAuthError tells a refused password from an unreachable server.
@@ -202,7 +202,7 @@ func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	st := *vc.Status.DeepCopy()
 	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
-	for _, t := range []string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned, valkeyv1.ConditionTLSReady} {
+	for _, t := range append([]string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned}, valkeyv1.AccessConditions...) {
 		if c := status.Get(vc.Status.Conditions, t); c != nil {
 			kept := *c
 			kept.ObservedGeneration = 0 // written for the current generation, as before

@@ -32,6 +32,8 @@ type Reconciler struct {
 	converging convergeBook
 	// failovers are the failovers under way or backing off (see failover).
 	failovers *failoverTries
+	// aclForms are the forms servers list users in (see applyUsers).
+	aclForms aclForms
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -56,7 +58,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
-// reconcileNormal: password → ValkeyNodes → observe Valkey → phases → status.
+// reconcileNormal: passwords and users → ValkeyNodes → observe Valkey → users → phases →
+// status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {
 	ref, password, err := r.clusterPassword(ctx, vc)
 	if pe := (*passwordError)(nil); errors.As(err, &pe) {
@@ -72,11 +75,18 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	creds, plan, err := r.prepareUsers(ctx, vc, password)
+	if pe := (*passwordError)(nil); errors.As(err, &pe) {
+		return r.reportPassword(ctx, vc, pe)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	nodes, waiting, err := r.fanOut(ctx, vc, ref)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cs := newConns(password, r.Options.DialTimeout, r.Options.CommandTimeout)
+	cs := newConns(creds, r.Options.DialTimeout, r.Options.CommandTimeout)
 	defer cs.close()
 	if certificate != nil {
 		cs.useTLS(certificate.roots)
@@ -93,6 +103,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err := r.protect(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
+	if err := r.users(ctx, st, plan); err != nil {
+		return ctrl.Result{}, err
+	}
 	computeJoined(st)
 	r.settleFailovers(st)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
@@ -101,6 +114,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.requeue = time.Second
 	}
 	r.lookAgainWhileConverging(st)
+	st.recheckUsers()
 	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err
@@ -112,6 +126,24 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		return ctrl.Result{RequeueAfter: st.requeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
+}
+
+// prepareUsers reads the operator's password (making its Secret) and plans the users, and
+// makes sure the cluster's ACL Secret exists before any pod mounts it (with the lines
+// servers accepted before).
+func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, defaultPassword string) (credentials, *userPlan, error) {
+	opPassword, err := r.operatorPassword(ctx, vc)
+	if err != nil {
+		return credentials{}, nil, err
+	}
+	plan, err := r.planUsers(ctx, vc, opPassword, defaultPassword)
+	if err != nil {
+		return credentials{}, nil, err
+	}
+	if err := r.writeACLSecret(ctx, vc, plan, plan.aclFile(nil)); err != nil {
+		return credentials{}, nil, err
+	}
+	return credentials{user: valkeyv1.OperatorUser, password: opPassword, defaultPassword: defaultPassword}, plan, nil
 }
 
 // phase is one step of converge: it reports whether it changed something in Valkey (or

@@ -98,7 +98,9 @@ var _ = Describe("Re-creation and drain", func() {
 		for _, name := range names {
 			Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
 		}
-		Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.PasswordSecretName("c")}})).To(Succeed())
+		for _, name := range []string{valkeyv1.PasswordSecretName("c"), valkeyv1.OperatorSecretName("c"), valkeyv1.ACLSecretName("c")} {
+			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		}
 		vc := newCluster(ns, "c", 1, 1)
 		Expect(vc.UID).NotTo(Equal(old.UID))
 		mgr = startManager(testOptions)
@@ -139,8 +141,10 @@ var _ = Describe("Re-creation and drain", func() {
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordSecretNotOwned) }, 20*time.Second).Should(BeNumerically(">=", 1))
 		Consistently(func() int { return len(listNodes(ns)) }, 3*time.Second).Should(BeZero(), "no node starts with another cluster's password")
 
-		By("once the old Secret is gone, a new one is generated for this cluster")
-		Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: key.Name}})).To(Succeed())
+		By("once the old Secrets are gone (garbage collection), new ones are generated for this cluster")
+		for _, name := range []string{key.Name, valkeyv1.OperatorSecretName("gen"), valkeyv1.ACLSecretName("gen")} {
+			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+		}
 		Eventually(func(g Gomega) {
 			var s corev1.Secret
 			g.Expect(k8s.Get(context.Background(), key, &s)).To(Succeed())

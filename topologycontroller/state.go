@@ -45,6 +45,8 @@ type clusterState struct {
 	serviceRefused string
 	// tlsReady is the cluster's TLSReady decided this round (nil without spec.tls).
 	tlsReady *metav1.Condition
+	// usersApplied is the cluster's UsersApplied (nil without spec.users).
+	usersApplied *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

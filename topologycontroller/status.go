@@ -74,6 +74,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.tlsReady != nil {
 		cst.Conditions = append(cst.Conditions, *st.tlsReady)
 	}
+	if st.usersApplied != nil {
+		cst.Conditions = append(cst.Conditions, *st.usersApplied)
+	}
 	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}

@@ -702,42 +702,6 @@ var _ = Describe("The password Secret", func() {
 		Expect(k8s.Create(context.Background(), secret(ns, key.Name, valkeyv1.DefaultPasswordKey, pw))).To(Succeed())
 		Eventually(readyCondition(ns, "gen"), 30*time.Second).Should(HaveField("Reason", Not(Equal(valkeyv1.ReasonPasswordSecretMissing))))
 	})
-
-	It("changes nothing in Valkey and says why while the servers refuse a changed password", func() {
-		ns := newNamespace()
-		f := startFakeWorkload(ns)
-		DeferCleanup(f.stop)
-		newCluster(ns, "rot", 2, 1)
-		pw := clusterPassword(ns, "rot")
-		Eventually(clusterReady(ns, "rot"), formTimeout).Should(Succeed())
-		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, 30*time.Second).Should(Succeed())
-		ids := nodeIDs(ns)
-		acting := []string{"Meet", "Replicate", "SlotsAssigned", "Migrating", "FailingOver", "Forget", "RollApproved"}
-		before := map[string]int{}
-		for _, r := range acting {
-			before[r] = eventsWithReason(ns, r)
-		}
-
-		key := client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName("rot")}
-		var s corev1.Secret
-		Expect(k8s.Get(context.Background(), key, &s)).To(Succeed())
-		s.Data[valkeyv1.DefaultPasswordKey] = []byte("a-new-password")
-		Expect(k8s.Update(context.Background(), &s)).To(Succeed())
-		Eventually(readyCondition(ns, "rot"), 30*time.Second).Should(And(
-			haveReason(valkeyv1.ReasonPasswordRejected), HaveField("Message", ContainSubstring(key.Name))))
-		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordRejected) }, 20*time.Second).Should(BeNumerically(">=", 1))
-		Consistently(func(g Gomega) {
-			g.Expect(checkHealthy(f, pw, 2, 1)).To(Succeed())
-			g.Expect(nodeIDs(ns)).To(Equal(ids))
-			for _, r := range acting {
-				g.Expect(eventsWithReason(ns, r)).To(Equal(before[r]), "%s events", r)
-			}
-		}, 3*testOptions.ResyncPeriod+2*time.Second, 500*time.Millisecond).Should(Succeed())
-
-		s.Data[valkeyv1.DefaultPasswordKey] = []byte(pw)
-		Expect(k8s.Update(context.Background(), &s)).To(Succeed())
-		Eventually(clusterReady(ns, "rot"), 30*time.Second).Should(Succeed())
-	})
 })
 
 // atomicImports counts the finished atomic slot imports (CLUSTER GETSLOTMIGRATIONS) of the

@@ -33,26 +33,54 @@ var commandsSent atomic.Int64
 // conns holds the per-node clients of one reconcile. It is closed at the end of the
 // reconcile: nothing of it outlives a reconcile, so a restarted controller loses nothing.
 type conns struct {
-	password    string
+	creds       credentials
 	dialTimeout time.Duration
 	cmdTimeout  time.Duration
 	clients     map[string]valkey.Client
 	// tls: servers speak TLS with certificates of this cluster's CA (see conns_tls.go).
 	tls *connsTLS
+	// fellBack are the servers that refused the operator's user and accepted the default
+	// user's password (servers started before the operator had its own user).
+	fellBack map[string]bool
 }
 
-func newConns(password string, dialTimeout, cmdTimeout time.Duration) *conns {
-	return &conns{password: password, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout, clients: map[string]valkey.Client{}}
+// credentials: the operator's own user and its password, and the default user's password
+// for servers that do not know that user yet ("" for none).
+type credentials struct {
+	user, password, defaultPassword string
 }
 
-// get returns a client of the server at addr (ip:port), dialing it on first use.
+func newConns(creds credentials, dialTimeout, cmdTimeout time.Duration) *conns {
+	return &conns{creds: creds, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout,
+		clients: map[string]valkey.Client{}, fellBack: map[string]bool{}}
+}
+
+// get returns a client of the server at addr (ip:port), dialing it on first use: as the
+// operator's user, or, when the server refuses it, as the default user with its password.
 func (c *conns) get(addr string) (valkey.Client, error) {
 	if cl, ok := c.clients[addr]; ok {
 		return cl, nil
 	}
-	cl, err := valkey.NewClient(valkey.ClientOption{
+	cl, err := c.dial(addr, c.creds.user, c.creds.password)
+	if err != nil && c.creds.user != "" && c.creds.defaultPassword != "" && isAuthError(err) {
+		if fb, fbErr := c.dial(addr, "", c.creds.defaultPassword); fbErr == nil {
+			cl, err = fb, nil
+			c.fellBack[addr] = true
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+	}
+	c.clients[addr] = cl
+	return cl, nil
+}
+
+// dial connects to the server at addr as user ("" for the default user).
+func (c *conns) dial(addr, user, password string) (valkey.Client, error) {
+	return valkey.NewClient(valkey.ClientOption{
 		InitAddress:       []string{addr},
-		Password:          c.password,
+		Username:          user,
+		Password:          password,
 		ForceSingleClient: true,
 		DisableCache:      true,
 		DisableRetry:      true,
@@ -70,11 +98,20 @@ func (c *conns) get(addr string) (valkey.Client, error) {
 		RingScaleEachConn:   connRingScale,
 		TLSConfig:           c.tls.config(addr),
 	})
-	if err != nil {
-		return nil, fmt.Errorf("connect to %s: %w", addr, err)
+}
+
+// migrateAuth are MIGRATE's arguments authenticating on the target server at addr, as
+// this reconcile does.
+func (c *conns) migrateAuth(addr string) []string {
+	switch {
+	case c.fellBack[addr]:
+		return []string{"AUTH", c.creds.defaultPassword}
+	case c.creds.user != "":
+		return []string{"AUTH2", c.creds.user, c.creds.password}
+	case c.creds.password != "":
+		return []string{"AUTH", c.creds.password}
 	}
-	c.clients[addr] = cl
-	return cl, nil
+	return nil
 }
 
 // close closes every client.
@@ -168,12 +205,18 @@ func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[in
 	return out, nil
 }
 
-// redactArgs hides the password of MIGRATE ... AUTH <password> in error messages.
+// redactArgs hides passwords in error messages: MIGRATE ... AUTH <password> or AUTH2
+// <user> <password>, and the hashes of ACL SETUSER.
 func redactArgs(args []string) []string {
 	out := append([]string(nil), args...)
 	for i := range out {
-		if strings.EqualFold(out[i], "AUTH") && i+1 < len(out) {
+		switch {
+		case strings.EqualFold(out[i], "AUTH") && i+1 < len(out):
 			out[i+1] = "***"
+		case strings.EqualFold(out[i], "AUTH2") && i+2 < len(out):
+			out[i+2] = "***"
+		case strings.HasPrefix(out[i], "#") || strings.HasPrefix(out[i], ">"):
+			out[i] = out[i][:1] + "***"
 		}
 	}
 	return out

@@ -21,6 +21,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/internal/valkeystart"
 	"valkey.io/operator/test/valkeyserver"
 )
 
@@ -63,6 +64,8 @@ type fakeWorkload struct {
 
 	// tlsDirs are the nodes' certificate "volumes" (see mountTLS).
 	tlsDirs map[string]string
+	// legacy servers start as before the operator had its own user: requirepass only.
+	legacy bool
 }
 
 // approval is a roll approval as the workload saw it, with the node's role at that moment.
@@ -188,7 +191,19 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 }
 
 func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, dir string) (*valkeyserver.Server, error) {
-	pw, err := nodePassword(ctx, n)
+	if f.legacy {
+		pw, err := nodePassword(ctx, n)
+		if err != nil {
+			return nil, err
+		}
+		return valkeyserver.Start(valkeyserver.Options{
+			Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir,
+			Config: []string{"cluster-node-timeout 2000", "save 3600 1"},
+		})
+	}
+	// As a pod's valkey-start does: the auth file from the operator's Secret and the
+	// cluster's ACL Secret, included by the config.
+	auth, err := authInclude(ctx, n)
 	if err != nil {
 		return nil, err
 	}
@@ -197,9 +212,30 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 		return nil, err
 	}
 	return valkeyserver.Start(valkeyserver.Options{
-		Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir, TLSDir: tlsDir,
-		Config: []string{"cluster-node-timeout 2000", "save 3600 1"},
+		Host: newPodIP(), Port: 6379, Cluster: true, Dir: dir, TLSDir: tlsDir,
+		Config: []string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth},
 	})
+}
+
+// authInclude writes a cluster node's auth file as valkey-start does in its pod, and returns
+// its path.
+func authInclude(ctx context.Context, n *valkeyv1.ValkeyNode) (string, error) {
+	var op, users corev1.Secret
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: valkeyv1.OperatorSecretName(n.Spec.ClusterName)}, &op); err != nil {
+		return "", fmt.Errorf("operator Secret of %s: %w", n.Name, err)
+	}
+	if err := k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: valkeyv1.ACLSecretName(n.Spec.ClusterName)}, &users); err != nil {
+		return "", fmt.Errorf("ACL Secret of %s: %w", n.Name, err)
+	}
+	f, err := os.CreateTemp("", "valkey-auth-*.conf")
+	if err != nil {
+		return "", err
+	}
+	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]))
+	if _, err := f.WriteString(body); err != nil {
+		return "", err
+	}
+	return f.Name(), f.Close()
 }
 
 // stopLocked stops the node's "pod" (its server); startLocked starts a new one at a new

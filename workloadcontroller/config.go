@@ -15,8 +15,9 @@ const (
 	ConfigDir = "/etc/valkey"
 	// ConfigFile is the key of valkey.conf in the node's ConfigMap.
 	ConfigFile = "valkey.conf"
-	// AuthDir is a memory-backed emptyDir where valkey-start writes AuthFile, the password
-	// as requirepass and masterauth, which valkey.conf includes.
+	// AuthDir is a memory-backed emptyDir where valkey-start writes AuthFile, which
+	// valkey.conf includes: a cluster node's users (the operator's own, masteruser and
+	// masterauth, the ACL Secret's), or the password as requirepass and masterauth.
 	AuthDir  = "/run/valkey-auth"
 	AuthFile = AuthDir + "/auth.conf"
 	// ClientPort is the port clients and the topology controller connect to.
@@ -29,16 +30,16 @@ const (
 type ConfigError = valkeyconf.ConfigError
 
 // renderConfig renders the node's valkey.conf from its spec: persistence decides RDB and
-// AOF, spec.config is merged, a node with a password includes AuthFile (the config itself
-// never holds the password), and announce: hostname announces the pod's DNS name under the
-// cluster domain. A refused config is a *ConfigError.
+// AOF, spec.config is merged, a cluster node or a node with a password includes AuthFile
+// (the config itself never holds a password), and announce: hostname announces the pod's
+// DNS name under the cluster domain. A refused config is a *ConfigError.
 func renderConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, error) {
 	spec := &node.Spec
 	p := valkeyconf.Params{DataDir: DataDir, Config: spec.Config}
 	if spec.Announce == valkeyv1.AnnounceHostname {
 		p.AnnounceHostname = node.PodDNSName(clusterDomain)
 	}
-	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" {
+	if spec.PasswordSecret != nil && spec.PasswordSecret.Name != "" || spec.ClusterName != "" {
 		p.AuthFile = AuthFile
 	}
 	p.TLS = tlsParams(spec)

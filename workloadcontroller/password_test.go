@@ -37,7 +37,8 @@ var _ = Describe("Password", func() {
 				if strings.Contains(e.Name, "PASSWORD") || strings.HasSuffix(e.Name, "_AUTH") {
 					Expect(e.Value).To(BeEmpty(), "env %s", e.Name)
 					Expect(e.ValueFrom.SecretKeyRef).NotTo(BeNil(), "env %s", e.Name)
-					Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("c-auth"))
+					// A cluster node's server and probes use the operator's own user.
+					Expect(e.ValueFrom.SecretKeyRef.Name).To(Equal("c-operator"))
 				}
 			}
 		}
@@ -54,8 +55,8 @@ var _ = Describe("Password", func() {
 		Expect(conf).NotTo(Or(ContainSubstring("requirepass"), ContainSubstring("masterauth")))
 	})
 
-	It("without a password Secret includes no auth file", func(ctx context.Context) {
-		n := createNode(ctx, newNamespace(ctx), inCluster)
+	It("outside any cluster, without a password Secret, includes no auth file", func(ctx context.Context) {
+		n := createNode(ctx, newNamespace(ctx), func(*valkeyv1.ValkeyNode) {})
 		sts := waitStatefulSet(ctx, n)
 		Expect(sts.Spec.Template.Spec.Containers[0].Command).NotTo(ContainElement("--auth-file"))
 		Expect(configMap(ctx, n)()).NotTo(ContainSubstring("include"))

@@ -103,19 +103,10 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		Name:      podIPEnv,
 		ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{APIVersion: "v1", FieldPath: "status.podIP"}},
 	}}
-	if ref := node.PasswordSecretRef(); ref != nil {
-		// The password reaches the server through AuthFile (valkey-start writes it from
-		// VALKEY_PASSWORD), never through its command line; the CLI of the probes reads
-		// REDISCLI_AUTH/VALKEYCLI_AUTH. The controller never reads the Secret.
-		for _, name := range []string{passwordEnv, "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
-			env = append(env, corev1.EnvVar{Name: name, ValueFrom: &corev1.EnvVarSource{
-				SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: ref.Name},
-					Key:                  ref.Key,
-				},
-			}})
-		}
-	}
+	// Passwords reach the server through AuthFile (valkey-start writes it), never through
+	// its command line; the CLI of the probes reads REDISCLI_AUTH/VALKEYCLI_AUTH. The
+	// controller never reads the Secrets.
+	env = append(env, authEnv(node)...)
 
 	data := corev1.Volume{Name: dataVolume}
 	if node.Spec.Persistence != nil {
@@ -125,12 +116,13 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 	}
 
 	ping := func(strict bool) corev1.ProbeHandler {
-		cmd := []string{"valkey-cli", "-p", fmt.Sprint(ClientPort), "ping"}
+		cmd := []string{"valkey-cli", "-p", fmt.Sprint(ClientPort)}
 		if strict {
 			// -e: exit non-zero on an error reply (-LOADING, -NOAUTH...), so a server that
 			// cannot serve is not Ready.
-			cmd = []string{"valkey-cli", "-e", "-p", fmt.Sprint(ClientPort), "ping"}
+			cmd = []string{"valkey-cli", "-e", "-p", fmt.Sprint(ClientPort)}
 		}
+		cmd = append(append(cmd, probeUser(node)...), "ping")
 		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
 	}
 
@@ -197,6 +189,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 	if sub := node.PodSubdomain(); sub != "" {
 		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.PodHostname(), sub
 	}
+	withACL(node, &tmpl.Spec)
 	place(node, &tmpl.Spec)
 	withTLS(node, &tmpl.Spec)
 	return tmpl
@@ -211,9 +204,7 @@ func startCommand(node *valkeyv1.ValkeyNode) []string {
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
 	}
-	if node.PasswordSecretRef() != nil {
-		cmd = append(cmd, "--auth-file", AuthFile)
-	}
+	cmd = append(cmd, authArgs(node)...)
 	return append(cmd, "--", "valkey-server", ConfigDir+"/"+ConfigFile)
 }
 

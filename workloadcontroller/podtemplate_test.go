@@ -39,7 +39,9 @@ func TestTemplateHash(t *testing.T) {
 		{"config", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1gb"} }, true},
 		{"AOF", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.AOF = &valkeyv1.AOFSpec{Enabled: true} }, true},
 		{"no persistence", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence = nil }, true},
-		{"password", func(n *valkeyv1.ValkeyNode) { n.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "s"} }, true},
+		// A cluster node's server starts with the default user's password from the ACL
+		// Secret; a new one is applied live.
+		{"password of a cluster node", func(n *valkeyv1.ValkeyNode) { n.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "s"} }, false},
 		{"resources", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.Resources.Requests = corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}
 		}, true},
@@ -108,8 +110,13 @@ func TestPodTemplate(t *testing.T) {
 		{"RuntimeDefault seccomp", spec.SecurityContext.SeccompProfile.Type == corev1.SeccompProfileTypeRuntimeDefault},
 		{"no service account token", !*spec.AutomountServiceAccountToken},
 		{"IfNotPresent", c.ImagePullPolicy == corev1.PullIfNotPresent},
-		{"password key from the ref", c.Env[1].ValueFrom.SecretKeyRef.Key == "pw" && c.Env[1].ValueFrom.SecretKeyRef.Name == "c-auth"},
-		{"readiness fails on error replies", len(c.ReadinessProbe.Exec.Command) == 5 && c.ReadinessProbe.Exec.Command[1] == "-e"},
+		{"operator password from c-operator", c.Env[1].Name == "VALKEY_OPERATOR_PASSWORD" &&
+			c.Env[1].ValueFrom.SecretKeyRef.Key == "password" && c.Env[1].ValueFrom.SecretKeyRef.Name == "c-operator"},
+		{"readiness fails on error replies, as the operator's user", strings.Join(c.ReadinessProbe.Exec.Command, " ") ==
+			"valkey-cli -e -p 6379 --user valkey-operator ping"},
+		{"the ACL Secret mounted read-only without subPath", spec.Volumes[len(spec.Volumes)-1].Secret != nil &&
+			spec.Volumes[len(spec.Volumes)-1].Secret.SecretName == "c-acl" &&
+			c.VolumeMounts[len(c.VolumeMounts)-1].MountPath == "/etc/valkey-acl" && c.VolumeMounts[len(c.VolumeMounts)-1].SubPath == ""},
 		{"liveness tolerates error replies", c.LivenessProbe.Exec.Command[1] != "-e"},
 		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
 		{"startup asked every second", c.StartupProbe.PeriodSeconds == 1},
@@ -118,7 +125,8 @@ func TestPodTemplate(t *testing.T) {
 			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},
 		{"the init container is restricted too", *ic.SecurityContext.ReadOnlyRootFilesystem && !*ic.SecurityContext.AllowPrivilegeEscalation},
 		{"the server runs under valkey-start, durable with RDB", strings.Join(c.Command, " ") ==
-			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable --auth-file /run/valkey-auth/auth.conf -- valkey-server /etc/valkey/valkey.conf"},
+			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable --auth-file /run/valkey-auth/auth.conf "+
+				"--user valkey-operator --password-env VALKEY_OPERATOR_PASSWORD --acl-file /etc/valkey-acl/users.acl -- valkey-server /etc/valkey/valkey.conf"},
 		{"valkey-start mounted read-only", c.VolumeMounts[2].MountPath == "/opt/valkey-operator" && c.VolumeMounts[2].ReadOnly},
 	}
 	for _, ch := range checks {

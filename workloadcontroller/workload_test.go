@@ -118,17 +118,21 @@ var _ = Describe("Volume gate", func() {
 		c := pod.Containers[0]
 		Expect(c.Command).To(HaveExactElements("/opt/valkey-operator/valkey-start", "run", "--data-dir", "/data",
 			"--addr", "127.0.0.1:6379", "--auth-file", "/run/valkey-auth/auth.conf",
+			"--user", "valkey-operator", "--password-env", "VALKEY_OPERATOR_PASSWORD", "--acl-file", "/etc/valkey-acl/users.acl",
 			"--", "valkey-server", "/etc/valkey/valkey.conf"), "no --durable without persistence")
 		Expect(pod.InitContainers).To(HaveLen(1))
 		Expect(pod.InitContainers[0].Image).To(Equal("valkey.local/workload-controller:dev"))
 		Expect(strings.Join(c.Args, " ")).To(ContainSubstring("--cluster-announce-ip $(POD_IP)"))
-		for _, name := range []string{"VALKEY_PASSWORD", "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
+		for _, name := range []string{"VALKEY_OPERATOR_PASSWORD", "REDISCLI_AUTH", "VALKEYCLI_AUTH"} {
 			Expect(c.Env).To(ContainElement(And(HaveField("Name", name),
-				HaveField("ValueFrom.SecretKeyRef.Name", "c-auth"), HaveField("ValueFrom.SecretKeyRef.Key", "password"))))
+				HaveField("ValueFrom.SecretKeyRef.Name", "c-operator"), HaveField("ValueFrom.SecretKeyRef.Key", "password"))))
 		}
+		Expect(c.Env).NotTo(ContainElement(HaveField("Name", "VALKEY_PASSWORD")), "a cluster node has no requirepass")
+		Expect(volumeOf(sts, "acl").Secret.SecretName).To(Equal("c-acl"))
+		Expect(mountPathOf(c, "acl")).To(Equal("/etc/valkey-acl"))
 		Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_IP"), HaveField("ValueFrom.FieldRef.FieldPath", "status.podIP"))))
 		Expect(c.Ports).To(ConsistOf(HaveField("ContainerPort", int32(6379)), HaveField("ContainerPort", int32(16379))))
-		Expect(c.ReadinessProbe.Exec.Command).To(Equal([]string{"valkey-cli", "-e", "-p", "6379", "ping"}))
+		Expect(c.ReadinessProbe.Exec.Command).To(Equal([]string{"valkey-cli", "-e", "-p", "6379", "--user", "valkey-operator", "ping"}))
 		Expect(c.LivenessProbe).NotTo(BeNil())
 		Expect(c.StartupProbe).NotTo(BeNil())
 		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())

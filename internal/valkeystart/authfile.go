@@ -4,14 +4,17 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
+	"valkey.io/operator/internal/acl"
 	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
-// writeAuthFile writes the servers' password as requirepass and masterauth into AuthFile
-// (mode 0600), the file the server's config includes: the password then reaches the server
-// through its config, never through its command line, where ps and set-proc-title would
-// show it. Without an AuthFile nothing is written; with one, a password is required.
+// writeAuthFile writes the server's credentials into AuthFile (mode 0600), the file the
+// server's config includes: passwords then reach the server through its config, never
+// through its command line, where ps and set-proc-title would show them. Without a User,
+// the password is requirepass and masterauth; with one (a cluster node), see UsersConfig.
+// Without an AuthFile nothing is written; with one, a password is required.
 func (w *Wrapper) writeAuthFile() error {
 	if w.AuthFile == "" {
 		return nil
@@ -23,6 +26,13 @@ func (w *Wrapper) writeAuthFile() error {
 	q := valkeyconf.Quote(w.Password)
 	body := "# written by valkey-start from the password Secret; not kept on disk\n" +
 		"requirepass " + q + "\nmasterauth " + q + "\n"
+	if w.User != "" {
+		users, err := w.readACLFile()
+		if err != nil {
+			return err
+		}
+		body = UsersConfig(w.User, w.Password, users)
+	}
 	if err := os.Remove(w.AuthFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("replace %s: %w", w.AuthFile, err)
 	}
@@ -30,4 +40,47 @@ func (w *Wrapper) writeAuthFile() error {
 		return fmt.Errorf("write %s: %w", w.AuthFile, err)
 	}
 	return nil
+}
+
+// readACLFile is the content of ACLFile; empty when there is none (the server then starts
+// with the operator's user only, and the topology controller applies the others live).
+func (w *Wrapper) readACLFile() (string, error) {
+	if w.ACLFile == "" {
+		return "", nil
+	}
+	b, err := os.ReadFile(w.ACLFile)
+	if errors.Is(err, os.ErrNotExist) {
+		w.logf("no %s: starting with the operator's user only", w.ACLFile)
+		return "", nil
+	}
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", w.ACLFile, err)
+	}
+	return string(b), nil
+}
+
+// UsersConfig is the auth file of a cluster node: the operator's own user (user with
+// password), the replicas authenticate to their primary as it (masteruser, masterauth), and
+// the "user" lines of users (the cluster's ACL Secret). Lines of users that are not "user"
+// directives, or that name the operator's user, are left out. Without a line for the
+// default user it is switched off: a server without requirepass would otherwise let anyone
+// in as default.
+func UsersConfig(user, password string, users string) string {
+	var b strings.Builder
+	b.WriteString("# written by valkey-start from the operator's Secret and the cluster's ACL Secret; not kept on disk\n")
+	b.WriteString(acl.Operator(user, password).Line() + "\n")
+	b.WriteString("masteruser " + user + "\nmasterauth " + valkeyconf.Quote(password) + "\n")
+	hasDefault := false
+	for _, line := range strings.Split(users, "\n") {
+		name, ok := acl.ParseLine(strings.TrimSpace(line))
+		if !ok || name == user {
+			continue
+		}
+		hasDefault = hasDefault || name == "default"
+		b.WriteString(strings.TrimSpace(line) + "\n")
+	}
+	if !hasDefault {
+		b.WriteString(acl.User{Name: "default"}.Line() + "\n")
+	}
+	return b.String()
 }

@@ -112,7 +112,7 @@ func TestAuthFileWithoutPasswordRefusesToStart(t *testing.T) {
 
 // strOnce runs one command on a new connection with the password ("" for none).
 func strOnce(ctx context.Context, addr, password string, args ...string) (string, error) {
-	s, err := dial(addr, password, time.Second, nil)
+	s, err := dial(addr, "", password, time.Second, nil)
 	if err != nil {
 		return "", err
 	}

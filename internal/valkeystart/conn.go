@@ -18,11 +18,12 @@ type server struct {
 	cl   valkey.Client
 }
 
-// dial connects to the server at addr (ip:port) with the password ("" for none), over TLS
-// when tlsConfig is set.
-func dial(addr, password string, timeout time.Duration, tlsConfig *tls.Config) (*server, error) {
+// dial connects to the server at addr (ip:port) as user ("" for the default user) with the
+// password ("" for none), over TLS when tlsConfig is set.
+func dial(addr, user, password string, timeout time.Duration, tlsConfig *tls.Config) (*server, error) {
 	cl, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress:       []string{addr},
+		Username:          user,
 		Password:          password,
 		ForceSingleClient: true,
 		DisableCache:      true,

@@ -81,7 +81,7 @@ func (w *Wrapper) liveView(ctx context.Context, saved []clusternodes.Node) []clu
 		if n.Myself() || n.Addr == "" {
 			continue
 		}
-		s, err := dial(n.Addr, w.Password, w.DialTimeout, w.TLS)
+		s, err := dial(n.Addr, w.User, w.Password, w.DialTimeout, w.TLS)
 		if err != nil {
 			w.logf("member %s: %v", n.Addr, err)
 			continue
@@ -125,7 +125,7 @@ func (w *Wrapper) bestReplica(ctx context.Context, view []clusternodes.Node, pri
 // syncedReplica connects to a replica and returns its replication offset; an error when it
 // is not a replica that completed a sync.
 func (w *Wrapper) syncedReplica(ctx context.Context, addr string) (*server, int64, error) {
-	s, err := dial(addr, w.Password, w.DialTimeout, w.TLS)
+	s, err := dial(addr, w.User, w.Password, w.DialTimeout, w.TLS)
 	if err != nil {
 		return nil, 0, err
 	}

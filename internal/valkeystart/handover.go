@@ -14,7 +14,7 @@ import (
 // over), so no acknowledged write is lost and clients wait a failover, not the node timeout.
 // It gives up after HandOverTimeout; the server is stopped either way.
 func (w *Wrapper) handOver(ctx context.Context) {
-	local, err := dial(w.Addr, w.Password, w.DialTimeout, w.TLS)
+	local, err := dial(w.Addr, w.User, w.Password, w.DialTimeout, w.TLS)
 	if err != nil {
 		w.logf("hand-over: %v", err)
 		return
@@ -33,7 +33,7 @@ func (w *Wrapper) handOver(ctx context.Context) {
 		w.logf("hand-over: no online replica; stopping as primary")
 		return
 	}
-	replica, err := dial(addr, w.Password, w.DialTimeout, w.TLS)
+	replica, err := dial(addr, w.User, w.Password, w.DialTimeout, w.TLS)
 	if err != nil {
 		w.logf("hand-over: %v", err)
 		return

@@ -34,8 +34,16 @@ type Wrapper struct {
 	DataDir string
 	// Addr is the local server's client address (ip:port).
 	Addr string
-	// Password of the servers ("" for none).
+	// Password of the servers ("" for none): the password of User, or of the default user
+	// when User is empty.
 	Password string
+	// User, when set, is the ACL user valkey-start authenticates as (the operator's own
+	// user on a cluster node); the auth file then creates it, and makes it the replicas'
+	// masteruser, instead of setting requirepass.
+	User string
+	// ACLFile, when set with User, holds the cluster's other users (config "user" lines),
+	// copied into the auth file.
+	ACLFile string
 	// AuthFile, when set, is written with the password (requirepass, masterauth) before
 	// the server starts; the server's config includes it.
 	AuthFile string

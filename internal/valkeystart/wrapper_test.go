@@ -205,7 +205,7 @@ func (b *syncBuffer) String() string {
 
 func client(t *testing.T, addr string) valkey.Client {
 	t.Helper()
-	s, err := dial(addr, testPassword, 2*time.Second, nil)
+	s, err := dial(addr, "", testPassword, 2*time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func client(t *testing.T, addr string) valkey.Client {
 }
 
 func str(ctx context.Context, addr string, args ...string) (string, error) {
-	s, err := dial(addr, testPassword, 2*time.Second, nil)
+	s, err := dial(addr, "", testPassword, 2*time.Second, nil)
 	if err != nil {
 		return "", err
 	}

@@ -1,0 +1,120 @@
+package valkeystart
+
+import (
+	"context"
+	"log"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"valkey.io/operator/internal/acl"
+	"valkey.io/operator/test/valkeyserver"
+	"valkey.io/operator/workloadcontroller/valkeyconf"
+)
+
+// TestAuthFileStartsTheServerWithTheUsers starts a real server as a cluster node's pod does:
+// valkey-start writes the operator's user and the lines of the cluster's ACL file into the
+// auth file. The operator's user is in, the users of the file have their rules, and the
+// default user, which the file does not keep, is off.
+func TestAuthFileStartsTheServerWithTheUsers(t *testing.T) {
+	const opPassword, appPassword = "op \"secret\"", "app-secret"
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "users.acl")
+	app := acl.User{Name: "app", On: true, Hashes: []string{acl.Hash(appPassword)}, Rules: []string{"~app:*", "+@read", "+@write"}}
+	if err := os.WriteFile(aclFile, []byte(app.Line()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startWithAuth(t, dir, &Wrapper{User: "valkey-operator", Password: opPassword, ACLFile: aclFile})
+	ctx := context.Background()
+
+	eventually(t, 10*time.Second, "the operator's user is in", func() bool {
+		out, err := strAs(ctx, addr, "valkey-operator", opPassword, "CLUSTER", "MYID")
+		return err == nil && out != ""
+	})
+	if _, err := strAs(ctx, addr, "valkey-operator", opPassword, "CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := strOnce(ctx, addr, "", "PING"); err == nil || !strings.Contains(err.Error(), "NOAUTH") {
+		t.Fatalf("the default user answered without a password: %v", err)
+	}
+	_, err := strAs(ctx, addr, "valkey-operator", opPassword, "GET", "app:1")
+	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("the operator's user GET: %v, want NOPERM (it reads no data)", err)
+	}
+	var out string
+	eventually(t, 10*time.Second, "the cluster serves the slots", func() bool {
+		out, err = strAs(ctx, addr, "app", appPassword, "SET", "app:1", "x")
+		return err == nil || !strings.Contains(err.Error(), "CLUSTERDOWN")
+	})
+	if err != nil || out != "OK" {
+		t.Fatalf("app SET app:1: %q, %v", out, err)
+	}
+	if _, err := strAs(ctx, addr, "app", appPassword, "SET", "other:1", "x"); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("app SET other:1: %v, want NOPERM", err)
+	}
+}
+
+// TestUsersConfigKeepsTheListedDefaultUser: a default user listed in the ACL file is kept
+// as listed, once.
+func TestUsersConfigKeepsTheListedDefaultUser(t *testing.T) {
+	def := acl.User{Name: "default", On: true, Hashes: []string{acl.Hash("pw")}, Rules: acl.DefaultRules}
+	conf := UsersConfig("valkey-operator", "op", def.Line()+"\nuser valkey-operator reset on nopass +@all\n# comment\n")
+	if strings.Count(conf, "user default ") != 1 || !strings.Contains(conf, def.Line()) {
+		t.Fatalf("default user not kept once:\n%s", conf)
+	}
+	if strings.Contains(conf, "nopass") {
+		t.Fatalf("a line for the operator's user was copied:\n%s", conf)
+	}
+	if strings.Contains(conf, "requirepass") {
+		t.Fatalf("requirepass on a node with users:\n%s", conf)
+	}
+}
+
+// startWithAuth runs w (its User, Password, ACLFile) on a config rendered with the auth
+// file, on a free loopback port, and returns the server's address.
+func startWithAuth(t *testing.T, dir string, w *Wrapper) string {
+	t.Helper()
+	bin, err := valkeyserver.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := valkeyserver.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.AuthFile = filepath.Join(dir, "auth.conf")
+	rendered, err := valkeyconf.Render(valkeyconf.Params{DataDir: dir, AuthFile: w.AuthFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	conf := filepath.Join(dir, "valkey.conf")
+	lines := []string{rendered, "bind 127.0.0.1", "port " + strconv.Itoa(port),
+		"cluster-port " + strconv.Itoa(port+10000), "logfile " + filepath.Join(dir, "server.log")}
+	if err := os.WriteFile(conf, []byte(strings.Join(lines, "\n")+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	sigs := make(chan os.Signal, 1)
+	w.DataDir, w.Addr, w.DialTimeout = dir, "127.0.0.1:"+strconv.Itoa(port), time.Second
+	w.Log, w.Signals = log.New(&syncBuffer{}, "", 0), sigs
+	exit := make(chan int, 1)
+	go func() { exit <- w.Run(context.Background(), []string{bin, conf}) }()
+	t.Cleanup(func() {
+		sigs <- syscall.SIGKILL
+		<-exit
+	})
+	return w.Addr
+}
+
+// strAs runs one command on a new connection as user.
+func strAs(ctx context.Context, addr, user, password string, args ...string) (string, error) {
+	s, err := dial(addr, user, password, time.Second)
+	if err != nil {
+		return "", err
+	}
+	defer s.close()
+	return s.str(ctx, args...)
+}

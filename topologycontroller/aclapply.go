@@ -1,0 +1,181 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/valkey-io/valkey-go"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/acl"
+)
+
+// usersOutcome is what applying the users did this round.
+type usersOutcome struct {
+	verified map[string]bool     // users some server has as planned
+	refused  map[string]string   // user → a server's refusal of its rules
+	pending  []string            // nodes whose users could not be read or applied
+	applied  map[string][]string // user → nodes it was applied to
+	removed  map[string][]string // user → nodes it was deleted from
+	created  []string            // nodes the operator's user was created on
+}
+
+func newUsersOutcome() *usersOutcome {
+	return &usersOutcome{verified: map[string]bool{}, refused: map[string]string{},
+		applied: map[string][]string{}, removed: map[string][]string{}}
+}
+
+// applyUsers gives every reachable server the planned users: ACL LIST (one command per
+// server and round when nothing differs), then, only where a user differs, ACL SETUSER
+// (reset and all of the user in one atomic command: connections stay, a kept password keeps
+// working), and ACL DELUSER for users no longer listed (their connections are closed). The
+// operator's user comes first: a server started before it existed is reached with the
+// default user's password until then.
+func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPlan) *usersOutcome {
+	out := newUsersOutcome()
+	for _, m := range st.sortedMembers() {
+		if err := r.applyUsersOn(ctx, st.cs, m, p, out); err != nil {
+			out.pending = append(out.pending, m.node.Name+": "+err.Error())
+		}
+	}
+	return out
+}
+
+// applyUsersOn applies the planned users on one server.
+func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, out *usersOutcome) error {
+	res, err := cs.do(ctx, m.addr, "ACL", "LIST")
+	if err != nil {
+		return err
+	}
+	lines, err := res.AsStrSlice()
+	if err != nil {
+		return fmt.Errorf("ACL LIST on %s: %w", m.addr, err)
+	}
+	listed := acl.ParseList(lines)
+	var cmds [][]string
+	var set []acl.User
+	for _, u := range append([]acl.User{operatorOn(p.operator, listed)}, p.users...) {
+		l, ok := listed[u.Name]
+		if ok && r.aclForms.matches(l, u) {
+			out.verified[u.Name] = true
+			continue
+		}
+		cmds = append(cmds, u.SetUser())
+		set = append(set, u)
+	}
+	var gone []string
+	for name := range listed {
+		if name != valkeyv1.OperatorUser && name != "default" && !p.listed[name] {
+			gone = append(gone, name)
+		}
+	}
+	sort.Strings(gone)
+	if len(cmds) == 0 && len(gone) == 0 {
+		return nil
+	}
+	for _, name := range gone {
+		cmds = append(cmds, []string{"ACL", "DELUSER", name})
+	}
+	cmds = append(cmds, []string{"ACL", "LIST"})
+	return r.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
+}
+
+// operatorOn is the operator's user as planned for a server: a server that has it with
+// other passwords keeps them (pods hold the password they started with for their probes and
+// replication; the operator reaches such a server with the default user's password, or
+// reports PasswordRejected).
+func operatorOn(op acl.User, listed map[string]acl.Listed) acl.User {
+	if l, ok := listed[op.Name]; ok && !l.SameAuth(op) && len(l.Hashes) > 0 {
+		op.Hashes = l.Hashes
+	}
+	return op
+}
+
+// sendUsers pipelines the ACL commands of one server and records their outcome; the last
+// command is ACL LIST, from which the server's form of each user it accepted is learnt.
+func (r *Reconciler) sendUsers(ctx context.Context, cs *conns, m *member, cmds [][]string, set []acl.User, gone []string, before map[string]acl.Listed, out *usersOutcome) error {
+	cl, err := cs.get(m.addr)
+	if err != nil {
+		return err
+	}
+	built := make([]valkey.Completed, 0, len(cmds))
+	for _, c := range cmds {
+		built = append(built, cl.B().Arbitrary(c...).Build())
+	}
+	commandsSent.Add(int64(len(built)))
+	res := cl.DoMulti(ctx, built...)
+	var after map[string]acl.Listed
+	if lines, err := res[len(res)-1].AsStrSlice(); err == nil {
+		after = acl.ParseList(lines)
+	}
+	var failed []string
+	for i, u := range set {
+		if err := res[i].Error(); err != nil {
+			if isUnreachable(err) {
+				failed = append(failed, err.Error())
+				continue
+			}
+			out.refused[u.Name] = fmt.Sprintf("%s: %v", m.node.Name, err)
+			continue
+		}
+		if l, ok := after[u.Name]; ok {
+			r.aclForms.learn(u, l)
+		}
+		out.verified[u.Name] = true
+		out.applied[u.Name] = append(out.applied[u.Name], m.node.Name)
+		if _, existed := before[u.Name]; !existed && u.Name == valkeyv1.OperatorUser {
+			out.created = append(out.created, m.node.Name)
+		}
+	}
+	for i, name := range gone {
+		if err := res[len(set)+i].Error(); err != nil {
+			failed = append(failed, fmt.Sprintf("ACL DELUSER %s: %v", name, err))
+			continue
+		}
+		out.removed[name] = append(out.removed[name], m.node.Name)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("%s", strings.Join(failed, "; "))
+	}
+	return nil
+}
+
+// isUnreachable tells a lost connection or timeout from a reply of the server.
+func isUnreachable(err error) bool {
+	_, isReply := valkey.IsValkeyErr(err)
+	return !isReply
+}
+
+// aclForms are the forms servers list users in (ACL LIST rewrites rules: "+@read" may be
+// listed as "resetchannels -@all +@read"), learnt from the ACL LIST that follows each ACL
+// SETUSER: a server that lists a user in a form learnt for its rules has the user as
+// planned. After a restart of the controller each user is set once more, then settles.
+type aclForms struct {
+	mu    sync.Mutex
+	forms map[string]map[string]bool // User.RulesKey → forms
+}
+
+func (f *aclForms) matches(l acl.Listed, u acl.User) bool {
+	if !l.SameAuth(u) {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.forms[u.RulesKey()][l.Rest]
+}
+
+func (f *aclForms) learn(u acl.User, l acl.Listed) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.forms == nil {
+		f.forms = map[string]map[string]bool{}
+	}
+	k := u.RulesKey()
+	if f.forms[k] == nil {
+		f.forms[k] = map[string]bool{}
+	}
+	f.forms[k][l.Rest] = true
+}

@@ -1,0 +1,110 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// users applies the planned users on every reachable server, writes the ACL Secret with
+// the lines servers accepted, and decides UsersApplied (reported when spec.users is set)
+// with a Warning event for each new problem.
+func (r *Reconciler) users(ctx context.Context, st *clusterState, p *userPlan) error {
+	out := r.applyUsers(ctx, st, p)
+	if err := r.writeACLSecret(ctx, st.cluster, p, p.aclFile(out.verified)); err != nil {
+		return err
+	}
+	r.userEvents(st.cluster, out)
+	if len(st.cluster.Spec.Users) == 0 {
+		return nil
+	}
+	c := usersCondition(st, p, out)
+	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionUsersApplied); c.Status == metav1.ConditionFalse &&
+		c.Reason != valkeyv1.ReasonApplyingUsers && (cur == nil || cur.Reason != c.Reason || cur.Message != c.Message) {
+		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
+	}
+	st.usersApplied = &c
+	return nil
+}
+
+// recheckUsers looks again within passwordRecheck while UsersApplied is False (user Secrets
+// are not watched), without reporting the cluster as Progressing: nothing else waits for
+// the users. It runs after the phases, which ask for sooner when they acted.
+func (st *clusterState) recheckUsers() {
+	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.requeue == 0 || passwordRecheck < st.requeue) {
+		st.requeue = passwordRecheck
+	}
+}
+
+// usersCondition is UsersApplied: False with the problems (a user whose Secret is missing,
+// rules a server refused), else False while some server could not be given the users,
+// else True.
+func usersCondition(st *clusterState, p *userPlan, out *usersOutcome) metav1.Condition {
+	var msgs []string
+	reason := ""
+	for _, prob := range p.problems {
+		msgs = append(msgs, prob.msg)
+		reason = prob.reason
+	}
+	for _, u := range st.cluster.Spec.Users {
+		if why, ok := out.refused[u.Name]; ok {
+			msgs = append(msgs, fmt.Sprintf("user %s: Valkey refused its rules (%s); the user is left as it is: fix spec.users[%s].rules", u.Name, why, u.Name))
+			if reason == "" {
+				reason = valkeyv1.ReasonACLRuleRefused
+			}
+		}
+	}
+	if reason != "" {
+		return status.Condition(valkeyv1.ConditionUsersApplied, false, reason, strings.Join(msgs, "; "))
+	}
+	if len(out.pending) > 0 || len(st.members) < len(st.nodes) {
+		return status.Condition(valkeyv1.ConditionUsersApplied, false, valkeyv1.ReasonApplyingUsers,
+			fmt.Sprintf("applying users to the nodes (%d of %d reachable)%s", len(st.sortedMembers())-len(out.pending), len(st.nodes), pendingSuffix(out.pending)))
+	}
+	return status.Condition(valkeyv1.ConditionUsersApplied, true, valkeyv1.ReasonUsersApplied,
+		fmt.Sprintf("%d users on every node", len(st.cluster.Spec.Users)))
+}
+
+func pendingSuffix(pending []string) string {
+	if len(pending) == 0 {
+		return ""
+	}
+	return ": " + strings.Join(pending, "; ")
+}
+
+// userEvents reports the users applied and removed this round, and the operator's user
+// created on servers started without it.
+func (r *Reconciler) userEvents(vc *valkeyv1.ValkeyCluster, out *usersOutcome) {
+	if len(out.created) > 0 {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventOperatorUserCreated, "ApplyUsers",
+			"created the operator's user %s on %s (servers started without it); the operator authenticates as it from now on",
+			valkeyv1.OperatorUser, strings.Join(out.created, ", "))
+	}
+	for _, name := range sortedKeys(out.applied) {
+		if name == valkeyv1.OperatorUser && len(out.created) > 0 {
+			continue
+		}
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserApplied, "ApplyUsers",
+			"applied user %s on %s", name, strings.Join(out.applied[name], ", "))
+	}
+	for _, name := range sortedKeys(out.removed) {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserRemoved, "ApplyUsers",
+			"removed user %s from %s (no longer in spec.users; its connections are closed)", name, strings.Join(out.removed[name], ", "))
+	}
+}
+
+func sortedKeys(m map[string][]string) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
