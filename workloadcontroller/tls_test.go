@@ -69,7 +69,7 @@ func TestPodTemplateTLS(t *testing.T) {
 // files, plaintext only on the port asked for.
 func TestRenderConfigTLS(t *testing.T) {
 	spec := &valkeyv1.ValkeyNodeSpec{ServerSpec: valkeyv1.ServerSpec{TLS: &valkeyv1.TLSSpec{Generate: true, PlaintextPort: ptr.To[int32](6380)}}}
-	conf, err := renderConfig(spec)
+	conf, err := renderConfig(&valkeyv1.ValkeyNode{Spec: *spec}, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func startWithAuth(t *testing.T, dir string, w *Wrapper) string {
 
 // strAs runs one command on a new connection as user.
 func strAs(ctx context.Context, addr, user, password string, args ...string) (string, error) {
-	s, err := dial(addr, user, password, time.Second)
+	s, err := dial(addr, user, password, time.Second, nil)
 	if err != nil {
 		return "", err
 	}

@@ -35,7 +35,7 @@ func TestDialTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	srv, err := dial(s.Addr(), testPassword, 2*time.Second, cfg)
+	srv, err := dial(s.Addr(), "", testPassword, 2*time.Second, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestDialTLS(t *testing.T) {
 	if _, err := srv.nodes(ctx); err != nil {
 		t.Fatalf("CLUSTER NODES over TLS: %v", err)
 	}
-	plain, err := dial(s.Addr(), testPassword, time.Second, nil)
+	plain, err := dial(s.Addr(), "", testPassword, time.Second, nil)
 	if err == nil {
 		_, err = plain.nodes(ctx)
 		plain.close()
@@ -55,7 +55,7 @@ func TestDialTLS(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wrong, err := dial(s.Addr(), testPassword, time.Second, tlsconf.ChainOnly(other.Pool(), nil))
+	wrong, err := dial(s.Addr(), "", testPassword, time.Second, tlsconf.ChainOnly(other.Pool(), nil))
 	if err == nil {
 		_, err = wrong.nodes(ctx)
 		wrong.close()
