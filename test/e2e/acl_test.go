@@ -82,7 +82,7 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 	It("rotates the password under continuous client traffic with 0 authentication errors", func() {
 		var mu sync.Mutex
 		current := "app-old-password"
-		authErrs, writes := 0, 0
+		authErrs, writes, writesNew := 0, 0, 0
 		var other []string
 		wctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
@@ -111,6 +111,9 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 					other = append(other, err.Error())
 				default:
 					writes++
+					if pw == "app-new-password" {
+						writesNew++
+					}
 				}
 				mu.Unlock()
 			}
@@ -122,6 +125,9 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 		mu.Lock()
 		current = "app-new-password"
 		mu.Unlock()
+		// Moved: the client has written with the new password, so no connection it opened
+		// with the old one is still authenticating.
+		Eventually(func() int { mu.Lock(); defer mu.Unlock(); return writesNew }).WithTimeout(time.Minute).Should(BeNumerically(">", 0))
 		By("3: removing the old password")
 		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Users = []v1.UserSpec{appUser("app-new")} })
 		waitUsersApplied(cluster)

@@ -148,7 +148,7 @@ func clientTLS(c *v1.ValkeyCluster) *tls.Config {
 func expectClusterCheckTLS(c *v1.ValkeyCluster) {
 	n := clusterNodes(c)[0]
 	out, err := kubectl("-n", c.Namespace, "exec", n.Status.Workload.PodName, "-c", "valkey", "--",
-		"valkey-cli", "--tls", "--cacert", "/etc/valkey-tls/ca.crt", "--cluster", "check", "127.0.0.1:6379")
+		"valkey-cli", "--user", v1.OperatorUser, "--tls", "--cacert", "/etc/valkey-tls/ca.crt", "--cluster", "check", "127.0.0.1:6379")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 	ExpectWithOffset(1, out).To(ContainSubstring("[OK] All 16384 slots covered."), out)
 	ExpectWithOffset(1, out).NotTo(ContainSubstring("[WARNING]"), out)
