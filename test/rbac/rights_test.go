@@ -2,6 +2,7 @@ package rbac_test
 
 import (
 	"context"
+	"slices"
 
 	. "github.com/onsi/ginkgo/v2"
 )
@@ -29,6 +30,17 @@ func deniedToAll(own string) []access {
 	}
 }
 
+// except is list without the accesses of drop.
+func except(list []access, drop ...access) []access {
+	var out []access
+	for _, a := range list {
+		if !slices.Contains(drop, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
 // leaderElection is what every controller needs in the operator's namespace.
 func leaderElection(own string) []access {
 	return []access{
@@ -52,16 +64,19 @@ var _ = Describe("deploy/default", Ordered, func() {
 	const ns = "valkey-system"
 	BeforeAll(func(ctx context.Context) { install(ctx, "default", ns) })
 
-	It("lets the topology controller get and create Secrets, never list or watch them, and hold its Lease only in its namespace", func(ctx context.Context) {
+	It("lets the topology controller get, create and update Secrets (renewed certificates, the ACL Secret), never list, watch or delete them, make Services but not delete them, and hold its Lease only in its namespace", func(ctx context.Context) {
 		expectRights(ctx, ns, topologySA,
 			append(append(leaderElection(ns), partitions(ns)...),
 				access{"get", "secrets", "apps"},
 				access{"create", "secrets", "apps"},
+				access{"update", "secrets", "apps"},
+				access{"create", "services", "apps"},
+				access{"patch", "services", "apps"},
 				access{"create", "events.events.k8s.io", "apps"},
 				access{"list", "valkeyclusters.valkey.io", ""},
 				access{"patch", "valkeynodes.valkey.io/status", "apps"},
 			),
-			deniedToAll(ns))
+			append(except(deniedToAll(ns), access{"update", "secrets", "apps"}), access{"delete", "services", "apps"}))
 	})
 
 	It("gives the volume controller no Secret right and no Lease outside its namespace", func(ctx context.Context) {
@@ -98,7 +113,8 @@ var _ = Describe("deploy/namespaced", Ordered, func() {
 			))
 		}
 		expectRights(ctx, ns, topologySA, []access{
-			{"get", "secrets", ns}, {"create", "secrets", ns}, {"list", "valkeyclusters.valkey.io", ns},
+			{"get", "secrets", ns}, {"create", "secrets", ns}, {"update", "secrets", ns},
+			{"create", "services", ns}, {"list", "valkeyclusters.valkey.io", ns},
 		}, nil)
 		expectRights(ctx, ns, volumeSA, []access{
 			{"create", "persistentvolumeclaims", ns}, {"list", "valkeynodes.valkey.io", ns},
