@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,7 +32,17 @@ import (
 // one machine) rarely share an address, which would mix up their clusters.
 var nextIP atomic.Int32
 
-var ipBase = 20 + os.Getpid()%200
+var ipBase = loopbackBlock()
+
+// loopbackBlock is the second byte of this process's loopback addresses: 20-119 on Valkey,
+// 120-219 on Redis, so the suite's runs on both (alongside, in make test) never share one.
+func loopbackBlock() int {
+	base := 20 + os.Getpid()%100
+	if filepath.Base(os.Getenv("VALKEY_SERVER")) == "redis-server" {
+		base += 100
+	}
+	return base
+}
 
 func newPodIP() string {
 	n := nextIP.Add(1)
