@@ -95,22 +95,12 @@ func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	if _, err := rand.Read(buf); err != nil {
 		return nil, fmt.Errorf("generate password: %w", err)
 	}
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: name, Namespace: vc.Namespace,
-			Labels: map[string]string{
-				valkeyv1.LabelCluster:   vc.Name,
-				valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
-				valkeyv1.LabelName:      valkeyv1.NameValue,
-			},
-		},
-		Type: corev1.SecretTypeOpaque,
-		Data: map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))},
-	}
-	if err := controllerutil.SetControllerReference(vc, s, r.Scheme()); err != nil {
+	s, err := r.ownedSecret(vc, name, corev1.SecretTypeOpaque,
+		map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))})
+	if err != nil {
 		return nil, err
 	}
-	err := r.Create(ctx, s)
+	err = r.Create(ctx, s)
 	if isAlreadyExists(err) {
 		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 			return nil, fmt.Errorf("get Secret %s: %w", name, err)
@@ -122,6 +112,17 @@ func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
 	return s, nil
+}
+
+// ownedSecret is the Secret name of vc's namespace holding data, with the cluster's labels
+// and vc as its controller, as the controller makes its generated Secrets.
+func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ corev1.SecretType, data map[string][]byte) (*corev1.Secret, error) {
+	s := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: ownedLabels(vc)},
+		Type:       typ,
+		Data:       data,
+	}
+	return s, controllerutil.SetControllerReference(vc, s, r.Scheme())
 }
 
 // notOwnedSecret refuses a Secret <cluster>-auth controlled by something other than vc
@@ -193,17 +194,24 @@ func isAuthError(err error) bool {
 // passwordRecheck is how often an unusable password Secret is looked at again.
 const passwordRecheck = 10 * time.Second
 
-// reportPassword reports an unusable password Secret: Ready=False with its reason (the other
-// conditions and the counters stay as last observed), and a Warning event when it is new.
-// The Secret is looked at again after passwordRecheck: a user's Secret is not watched.
+// reportPassword reports an unusable password Secret: Ready=False with its reason, and a
+// Warning event when it is new (see reportUnusable).
 func (r *Reconciler) reportPassword(ctx context.Context, vc *valkeyv1.ValkeyCluster, pe *passwordError) (ctrl.Result, error) {
-	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionReady); cur == nil || cur.Reason != pe.reason || cur.Message != pe.msg {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, pe.reason, "ReadPassword", "%s", pe.msg)
+	return r.reportUnusable(ctx, vc, valkeyv1.ConditionReady, "ReadPassword", pe.reason, pe.msg)
+}
+
+// reportUnusable reports a Secret the cluster cannot use: the condition cond False with
+// reason and msg (the other conditions and the counters stay as last observed), and a
+// Warning event when it is new. Nothing else is done this round. The Secret is looked at
+// again after passwordRecheck: a user's Secret is not watched.
+func (r *Reconciler) reportUnusable(ctx context.Context, vc *valkeyv1.ValkeyCluster, cond, action, reason, msg string) (ctrl.Result, error) {
+	if cur := status.Get(vc.Status.Conditions, cond); cur == nil || cur.Reason != reason || cur.Message != msg {
+		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, reason, action, "%s", msg)
 	}
 	st := *vc.Status.DeepCopy()
-	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, pe.reason, pe.msg)}
-	for _, t := range append([]string{valkeyv1.ConditionProgressing, valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned}, valkeyv1.AccessConditions...) {
-		if c := status.Get(vc.Status.Conditions, t); c != nil {
+	st.Conditions = []metav1.Condition{status.Condition(cond, false, reason, msg)}
+	for _, t := range append(append([]string(nil), valkeyv1.ClusterConditions...), valkeyv1.AccessConditions...) {
+		if c := status.Get(vc.Status.Conditions, t); c != nil && t != cond {
 			kept := *c
 			kept.ObservedGeneration = 0 // written for the current generation, as before
 			st.Conditions = append(st.Conditions, kept)

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -80,24 +79,9 @@ func reloadTLS(ctx context.Context, cs *conns, addr string) error {
 	return cs.ok(ctx, addr, args...)
 }
 
-// reportTLS reports an unusable certificate Secret: TLSReady=False with its reason (the
-// other conditions stay as last observed), and a Warning event when it is new. Nothing else
-// is done this round: nothing running changes.
+// reportTLS reports an unusable certificate Secret: TLSReady=False with its reason, and a
+// Warning event when it is new (see reportUnusable). Nothing else is done this round:
+// nothing running changes.
 func (r *Reconciler) reportTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster, te *tlsError) (ctrl.Result, error) {
-	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionTLSReady); cur == nil || cur.Reason != te.reason || cur.Message != te.msg {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, te.reason, "ReadCertificate", "%s", te.msg)
-	}
-	st := *vc.Status.DeepCopy()
-	st.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionTLSReady, false, te.reason, te.msg)}
-	for _, c := range vc.Status.Conditions {
-		if c.Type != valkeyv1.ConditionTLSReady {
-			kept := c
-			kept.ObservedGeneration = 0
-			st.Conditions = append(st.Conditions, kept)
-		}
-	}
-	if err := r.Status.ApplyCluster(ctx, vc, st); err != nil {
-		return ctrl.Result{}, err
-	}
-	return ctrl.Result{RequeueAfter: passwordRecheck}, nil
+	return r.reportUnusable(ctx, vc, valkeyv1.ConditionTLSReady, "ReadCertificate", te.reason, te.msg)
 }
