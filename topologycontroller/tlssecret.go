@@ -8,7 +8,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -69,8 +68,7 @@ func requiredNames(vc *valkeyv1.ValkeyCluster) []string {
 	headless := valkeyv1.HeadlessServiceName(vc.Name) + "." + vc.Namespace + ".svc"
 	for shard := int32(0); shard < vc.Spec.Shards; shard++ {
 		for replica := int32(0); replica <= vc.Spec.Replicas; replica++ {
-			pod := valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: valkeyv1.NodeName(vc.Name, shard, replica)}}
-			names = append(names, pod.PodHostname()+"."+headless)
+			names = append(names, valkeyv1.PodHostname(valkeyv1.NodeName(vc.Name, shard, replica))+"."+headless)
 		}
 	}
 	return names

@@ -100,10 +100,13 @@ func HeadlessServiceName(cluster string) string { return "valkey-" + cluster + "
 // (the workload controller's --cluster-domain).
 const DefaultClusterDomain = "cluster.local"
 
-// PodHostname is the host name of the pod of a node: the name of its StatefulSet's only pod,
-// valkey-<node>-0 (a StatefulSet gives its pods their own names as host names; a
-// Deployment's pod gets the same from its template).
-func (n *ValkeyNode) PodHostname() string { return WorkloadName(n.Name) + "-0" }
+// PodHostname is the host name of the pod of the node named node: the name of its
+// StatefulSet's only pod, valkey-<node>-0 (a StatefulSet gives its pods their own names as
+// host names; a Deployment's pod gets the same from its template).
+func PodHostname(node string) string { return WorkloadName(node) + "-0" }
+
+// PodHostname is the host name of the node's pod (see the function PodHostname).
+func (n *ValkeyNode) PodHostname() string { return PodHostname(n.Name) }
 
 // PodSubdomain is the subdomain (the headless Service) of the pod of a node of a cluster,
 // "" for a node outside any cluster or one whose names cannot be DNS labels (a cluster
