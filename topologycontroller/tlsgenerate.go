@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
@@ -139,15 +138,11 @@ func (r *Reconciler) writeSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster
 		}
 		return nil
 	}
-	*s = corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: map[string]string{
-			valkeyv1.LabelCluster: vc.Name, valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue, valkeyv1.LabelName: valkeyv1.NameValue,
-		}},
-		Type: typ, Data: data,
-	}
-	if err := controllerutil.SetControllerReference(vc, s, r.Scheme()); err != nil {
+	created, err := r.ownedSecret(vc, name, typ, data)
+	if err != nil {
 		return err
 	}
+	*s = *created
 	if err := r.Create(ctx, s); err != nil {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
