@@ -16,6 +16,8 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+
+	"valkey.io/operator/internal/tlsconf"
 )
 
 // Lifetimes of the generated certificates. A server certificate is renewed once less than
@@ -132,8 +134,8 @@ func parseBundle(data map[string][]byte, now time.Time) (*bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.crt: %w", err)
 	}
-	roots := x509.NewCertPool()
-	if !roots.AppendCertsFromPEM(data[caCertKey]) {
+	roots, err := tlsconf.Pool(data[caCertKey])
+	if err != nil {
 		return nil, errors.New("ca.crt holds no PEM certificate")
 	}
 	inter := x509.NewCertPool()
