@@ -31,6 +31,8 @@ func addKnownTypes(s *runtime.Scheme) error {
 	s.AddKnownTypes(GroupVersion,
 		&ValkeyCluster{}, &ValkeyClusterList{},
 		&ValkeyNode{}, &ValkeyNodeList{},
+		&ValkeyBackup{}, &ValkeyBackupList{},
+		&ValkeyBackupSchedule{}, &ValkeyBackupScheduleList{},
 	)
 	metav1.AddToGroupVersion(s, GroupVersion)
 	return nil

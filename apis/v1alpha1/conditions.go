@@ -232,3 +232,70 @@ const (
 	// ReasonApplyingUsers (UsersApplied=False): users are being applied to the nodes.
 	ReasonApplyingUsers = "ApplyingUsers"
 )
+
+// Backup and restore conditions.
+const (
+	// ConditionBackupPointSaved (ValkeyNode, writer: topology controller) is True while
+	// status.topology.savedPoint is set: the node's BGSAVE for that backup has finished and
+	// its claim may be snapshotted. Absent otherwise.
+	ConditionBackupPointSaved = "BackupPointSaved"
+	ReasonSaved               = "Saved"
+
+	// ConditionSnapshotReady (ValkeyNode, writer: volume controller) is reported while
+	// status.topology.savedPoint is set: True once the node's VolumeSnapshot for that backup
+	// is ready to use.
+	ConditionSnapshotReady = "SnapshotReady"
+	ReasonSnapshotReady    = "SnapshotReady"
+	// ReasonSnapshotPending (SnapshotReady=False): the VolumeSnapshot is being taken.
+	ReasonSnapshotPending = "SnapshotPending"
+	// ReasonSnapshotFailed (SnapshotReady=False; backup Ready=False): the VolumeSnapshot
+	// reports an error; the message has it.
+	ReasonSnapshotFailed = "SnapshotFailed"
+	// ReasonSnapshotUnsupported (SnapshotReady=False; backup Ready=False): no
+	// VolumeSnapshotClass serves the claim's provisioner (or the named class is missing or
+	// of another driver), or the VolumeSnapshot API is not installed.
+	ReasonSnapshotUnsupported = "SnapshotUnsupported"
+
+	// ValkeyBackup Ready reasons (writer: topology controller). True: Completed.
+	ReasonBackupCompleted = "Completed"
+	// ReasonClusterNotFound (Pending): the cluster does not exist (yet).
+	ReasonClusterNotFound = "ClusterNotFound"
+	// ReasonPersistenceRequired (Failed): the cluster has no persistence, so no volume to
+	// snapshot.
+	ReasonPersistenceRequired = "PersistenceRequired"
+	// ReasonWaitingForBackup (Pending): an older backup of the cluster is in progress.
+	ReasonWaitingForBackup = "WaitingForBackup"
+	// ReasonClusterBusy (Pending): a roll, migration, scale or resize is in progress; the
+	// message says which. The backup starts when it ends.
+	ReasonClusterBusy = "ClusterBusy"
+	// ReasonSaving (Saving): BGSAVE runs on one node per shard.
+	ReasonSaving = "Saving"
+	// ReasonSnapshotting (Snapshotting): the saved volumes are being snapshotted.
+	ReasonSnapshotting = "Snapshotting"
+	// ReasonSaveFailed (Failed): BGSAVE failed on a node; the message has the server's error.
+	ReasonSaveFailed = "SaveFailed"
+
+	// ConditionRestored (ValkeyCluster with spec.restoreFrom, writer: topology controller):
+	// True once every shard's restored node serves its slots.
+	ConditionRestored = "Restored"
+	ReasonRestored    = "Restored"
+	// ReasonRestoring (Restored=False): the restored nodes are starting from their snapshots.
+	ReasonRestoring = "Restoring"
+	// ReasonRestoreSourceMissing (Restored=False): restoreFrom names no ValkeyBackup.
+	ReasonRestoreSourceMissing = "RestoreSourceMissing"
+	// ReasonRestoreSourceIncomplete (Restored=False): the backup is not Completed.
+	ReasonRestoreSourceIncomplete = "RestoreSourceIncomplete"
+	// ReasonRestoreRefused (Restored=False): the cluster's shards differ from the backup's.
+	ReasonRestoreRefused = "RestoreRefused"
+)
+
+// ValkeyBackupSchedule Ready reasons (writer: topology controller).
+const (
+	// ReasonScheduled (True): backups are created on the schedule.
+	ReasonScheduled = "Scheduled"
+	// ReasonSuspended (True): spec.suspend is set.
+	ReasonSuspended = "Suspended"
+	// ReasonInvalidSchedule (False): the cron expression does not parse; the message has
+	// the parser's error.
+	ReasonInvalidSchedule = "InvalidSchedule"
+)

@@ -102,3 +102,21 @@ const (
 	EventUserRemoved         = "UserRemoved"
 	EventOperatorUserCreated = "OperatorUserCreated"
 )
+
+// Event reasons of backups and restores. Failures use the Ready reason as the event reason
+// (PersistenceRequired, SnapshotFailed, SnapshotUnsupported, SaveFailed,
+// RestoreSourceMissing, RestoreSourceIncomplete, RestoreRefused).
+const (
+	// EventSnapshotCreated (Normal, ValkeyNode, volume controller).
+	EventSnapshotCreated = "SnapshotCreated"
+	// EventPointSaved (Normal, ValkeyBackup, topology controller): a shard's BGSAVE finished.
+	EventPointSaved = "PointSaved"
+	// EventBackupCompleted (Normal, ValkeyBackup).
+	EventBackupCompleted = "BackupCompleted"
+	// EventBackupCreated (Normal, ValkeyBackupSchedule): a scheduled backup was created.
+	EventBackupCreated = "BackupCreated"
+	// EventBackupPruned (Normal, ValkeyBackupSchedule): a backup past retention was deleted.
+	EventBackupPruned = "BackupPruned"
+	// EventRestored (Normal, ValkeyCluster).
+	EventRestored = "Restored"
+)

@@ -3,6 +3,7 @@ package v1alpha1
 import (
 	"fmt"
 	"strconv"
+	"time"
 
 	"k8s.io/apimachinery/pkg/util/validation"
 )
@@ -199,4 +200,23 @@ func (n *ValkeyNode) TLSSecret() string {
 		return TLSSecretName(n.Spec.ClusterName)
 	}
 	return ""
+}
+
+// Backup labels.
+const (
+	// LabelBackup is on every VolumeSnapshot of a backup: the ValkeyBackup's name.
+	LabelBackup = "valkey.io/backup"
+	// LabelBackupSchedule is on every ValkeyBackup a schedule created: the schedule's name.
+	LabelBackupSchedule = "valkey.io/backup-schedule"
+)
+
+// SnapshotName is the VolumeSnapshot of one shard of a backup: "<backup>-<shard>".
+func SnapshotName(backup string, shard int32) string {
+	return backup + "-" + strconv.Itoa(int(shard))
+}
+
+// ScheduledBackupName is the backup a schedule creates for a scheduled time:
+// "<schedule>-<unix minute>", so that a retried creation finds the same object.
+func ScheduledBackupName(schedule string, at time.Time) string {
+	return schedule + "-" + strconv.FormatInt(at.Unix()/60, 10)
 }

@@ -10,6 +10,8 @@ import (
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
 // +kubebuilder:validation:XValidation:rule="has(self.tls) == has(oldSelf.tls)",message="tls cannot be added or removed on an existing cluster: servers with and without TLS cannot talk"
+// +kubebuilder:validation:XValidation:rule="has(self.restoreFrom) == has(oldSelf.restoreFrom) && (!has(self.restoreFrom) || self.restoreFrom == oldSelf.restoreFrom)",message="restoreFrom is set only when the cluster is created: restore into a new cluster instead"
+// +kubebuilder:validation:XValidation:rule="!has(self.restoreFrom) || has(self.persistence)",message="restoreFrom requires persistence: the backup's snapshots become the nodes' claims"
 type ValkeyClusterSpec struct {
 	// Shards is the number of primaries the 16384 hash slots are split across.
 	// +optional
@@ -41,6 +43,16 @@ type ValkeyClusterSpec struct {
 	// Network is who may reach the servers: the NetworkPolicy the operator writes.
 	// +optional
 	Network *NetworkSpec `json:"network,omitempty"`
+
+	// RestoreFrom is a Completed ValkeyBackup, in the cluster's namespace, the new cluster
+	// starts from: each shard's snapshot becomes the claim of one node of that shard, and the
+	// others replicate it. Set only at creation; shards must equal the backup's. Restored
+	// under the backup's cluster name, the restored nodes keep their node IDs; under another
+	// name they get new ones and never meet the backed-up cluster's members.
+	// +optional
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	RestoreFrom string `json:"restoreFrom,omitempty"`
 }
 
 // ValkeyClusterStatus is written by the topology controller only.

@@ -31,6 +31,11 @@ type ValkeyNodeSpec struct {
 
 	// ServerSpec is how the node's server runs (copied from its ValkeyCluster).
 	ServerSpec `json:",inline"`
+
+	// Restore is set on the one node per shard of a restored cluster that starts from the
+	// backup's snapshot of that shard.
+	// +optional
+	Restore *NodeRestore `json:"restore,omitempty"`
 }
 
 // ValkeyNodeStatus is written by three controllers, each by server-side apply with its own
@@ -74,6 +79,10 @@ type VolumeStatus struct {
 	// Phase of the claim (Pending, Bound, Lost).
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// Snapshot is the node's VolumeSnapshot for the backup of status.topology.savedPoint,
+	// while that is set.
+	// +optional
+	Snapshot *SnapshotStatus `json:"snapshot,omitempty"`
 }
 
 // WorkloadStatus is the workload controller's view of the node's pod.
@@ -124,6 +133,10 @@ type TopologyStatus struct {
 	// Address the node was last reached at (ip:port).
 	// +optional
 	Address string `json:"address,omitempty"`
+	// SavedPoint is set while a backup waits for this node's claim to be snapshotted: the
+	// node's BGSAVE has finished.
+	// +optional
+	SavedPoint *SavedPoint `json:"savedPoint,omitempty"`
 }
 
 // ValkeyNode is one Valkey server with its volume and workload.
