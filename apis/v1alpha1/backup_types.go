@@ -29,15 +29,15 @@ type ValkeyBackupSpec struct {
 type BackupPhase string
 
 const (
-	// BackupPending: waiting for the cluster (missing, busy, or another backup of it).
+	// BackupPending is waiting for the cluster (missing, busy, or another backup of it).
 	BackupPending BackupPhase = "Pending"
-	// BackupSaving: BGSAVE runs on one node per shard.
+	// BackupSaving is while BGSAVE runs on one node per shard.
 	BackupSaving BackupPhase = "Saving"
-	// BackupSnapshotting: every shard's point is saved; the volumes are being snapshotted.
+	// BackupSnapshotting is when every shard's point is saved and the volumes are being snapshotted.
 	BackupSnapshotting BackupPhase = "Snapshotting"
-	// BackupCompleted: every shard's snapshot is ready to use. Final.
+	// BackupCompleted is when every shard's snapshot is ready to use. Final.
 	BackupCompleted BackupPhase = "Completed"
-	// BackupFailed: the backup cannot be completed; Ready says why. Final.
+	// BackupFailed is when the backup cannot be completed; Ready says why. Final.
 	BackupFailed BackupPhase = "Failed"
 )
 
@@ -217,10 +217,10 @@ func (s *ValkeyBackupSchedule) GetConditions() []metav1.Condition { return s.Sta
 type RestoreIdentity string
 
 const (
-	// RestoreKeep: restored into the cluster of the same name: the node keeps its ID and
+	// RestoreKeep is for a restore into the cluster of the same name: the node keeps its ID and
 	// forgets every other member.
 	RestoreKeep RestoreIdentity = "Keep"
-	// RestoreFresh: restored under another name: the node starts with a new ID and no
+	// RestoreFresh is for a restore under another name: the node starts with a new ID and no
 	// members, so it can never join the backed-up cluster.
 	RestoreFresh RestoreIdentity = "Fresh"
 )
