@@ -32,10 +32,7 @@ var _ = Describe("The topology controller sharded across three replicas", Label(
 			}
 			clusters = append(clusters, newCluster(ns, fmt.Sprintf("c%02d", i), 1, replicas, nil))
 		}
-		victim, pod, held := busiestReplica()
-		_, container := containerState(&pod, "manager")
-		out, err := localCluster("signal", container, "SIGKILL") // it releases nothing: its Leases must expire
-		Expect(err).NotTo(HaveOccurred(), out)
+		victim, held := killBusiestReplica()
 		killed := time.Now()
 		lastRenewed := map[string]time.Time{}
 		for _, l := range partitionLeases() {
@@ -126,6 +123,22 @@ const (
 
 // busiestReplica is the topology controller replica holding the most partitions (its
 // identity: its pod's name and a suffix), its pod, and its Leases.
+// killBusiestReplica SIGKILLs the manager of the replica holding the most partitions (it
+// releases nothing: its Leases must expire). The pod is read again on each try: a container
+// restarted since the last read has another ID, which no containerd runs any more.
+func killBusiestReplica() (victim string, held []string) {
+	Eventually(func() error {
+		v, pod, h := busiestReplica()
+		_, container := containerState(&pod, "manager")
+		if out, err := localCluster("signal", container, "SIGKILL"); err != nil {
+			return fmt.Errorf("signal %s: %w: %s", container, err, out)
+		}
+		victim, held = v, h
+		return nil
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	return victim, held
+}
+
 func busiestReplica() (string, corev1.Pod, []string) {
 	by := map[string][]string{}
 	for lease, holder := range partitionHolders() {
