@@ -34,7 +34,14 @@ func newNamespace(prefix string) string {
 }
 
 func newCluster(ns, name string, shards, replicas int32, persistence *v1.PersistenceSpec) *v1.ValkeyCluster {
-	c := &v1.ValkeyCluster{
+	c := buildCluster(ns, name, shards, replicas, persistence)
+	Expect(k8s.Create(ctx, c)).To(Succeed())
+	return c
+}
+
+// buildCluster is the ValkeyCluster newCluster creates, for a spec to change before creation.
+func buildCluster(ns, name string, shards, replicas int32, persistence *v1.PersistenceSpec) *v1.ValkeyCluster {
+	return &v1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
 		Spec: v1.ValkeyClusterSpec{
 			Shards: shards, Replicas: replicas,
@@ -46,8 +53,6 @@ func newCluster(ns, name string, shards, replicas int32, persistence *v1.Persist
 			},
 		},
 	}
-	Expect(k8s.Create(ctx, c)).To(Succeed())
-	return c
 }
 
 func persistence(size, class string, policy v1.ReclaimPolicy) *v1.PersistenceSpec {

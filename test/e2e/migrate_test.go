@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -144,8 +145,9 @@ func expectClusterCheck(c *v1.ValkeyCluster) {
 // (MOVED, ASK and TRYAGAIN included: the writer is its own redirect-following client, so it
 // sees every one) and counted by the first word of its error.
 type ackWriter struct {
-	mu     sync.Mutex
-	acked  []int
+	mu      sync.Mutex
+	acked   []int
+	ackedAt []time.Time // ackedAt[k]: when acked[k] was acknowledged
 	errs   map[string]int
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -187,6 +189,7 @@ func (w *ackWriter) write(ctx context.Context, vc valkey.Client, key string, i i
 		w.mu.Lock()
 		if err == nil {
 			w.acked = append(w.acked, i)
+			w.ackedAt = append(w.ackedAt, time.Now())
 			w.mu.Unlock()
 			return
 		}
@@ -206,12 +209,26 @@ func (w *ackWriter) count() int {
 	return len(w.acked)
 }
 
+// ackedBefore is the keys acknowledged before t.
+func (w *ackWriter) ackedBefore(t time.Time) []int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []int
+	for k, at := range w.ackedAt {
+		if at.Before(t) {
+			out = append(out, w.acked[k])
+		}
+	}
+	return out
+}
+
 // stop ends the writer and returns the acknowledged key numbers and the refusals by kind.
 func (w *ackWriter) stop() ([]int, map[string]int) {
 	w.cancel()
 	<-w.done
-	sort.Ints(w.acked)
-	return w.acked, w.errs
+	acked := slices.Clone(w.acked)
+	sort.Ints(acked)
+	return acked, w.errs
 }
 
 // ackClient is a cluster client that does not retry by itself: a refused write comes back

@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// Backups of the sample under acknowledged writes (WAIT 1), the cluster deleted with its
+// claims, and a restore under a new name that must hold every key acknowledged before the
+// backup's saved point; then a schedule's retention.
+var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
+	var (
+		ns      string
+		cluster *v1.ValkeyCluster
+		backup  *v1.ValkeyBackup
+		before  []int // live keys acknowledged before the saved point
+		oldIDs  map[string]string
+	)
+
+	BeforeAll(func() {
+		ns = newNamespace("backup")
+		cluster = newCluster(ns, "my-cluster", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+	})
+
+	It("backs the sample up under writes: one snapshot per shard, nothing restarted", func() {
+		waitReady(cluster, 6*time.Minute)
+		writeKeys(cluster, "base", 20000)
+		uids := podUIDs(cluster)
+		w := startAckWriter(cluster, "live")
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">=", 300), "the writer is acknowledged")
+
+		backup = &v1.ValkeyBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
+			Spec:       v1.ValkeyBackupSpec{ClusterName: cluster.Name},
+		}
+		created := time.Now()
+		Expect(k8s.Create(ctx, backup)).To(Succeed())
+		backup = waitBackup(backup, v1.BackupCompleted, 4*time.Minute)
+		took := time.Since(created)
+		savedAt := savedPoint(backup)
+		n := w.count()
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">=", n+300), "writes go on after the backup")
+		before = w.ackedBefore(savedAt)
+		acked, errs := w.stop()
+		GinkgoWriter.Printf("backup: Completed %s after creation; saved point %s; %d live keys acknowledged in all, %d before the saved point; refused %v\n",
+			took.Round(100*time.Millisecond), savedAt.Format(time.RFC3339Nano), len(acked), len(before), errs)
+		Expect(before).NotTo(BeEmpty(), "keys were acknowledged before the saved point")
+
+		Expect(backup.Status.ShardCount).To(Equal(int32(3)))
+		Expect(backup.Status.Shards).To(HaveLen(3))
+		roles := map[string]v1.Role{}
+		for _, n := range clusterNodes(cluster) {
+			roles[n.Name] = n.Status.Topology.Role
+		}
+		for _, s := range backup.Status.Shards {
+			Expect(s.SnapshotName).To(Equal(v1.SnapshotName(backup.Name, s.Shard)))
+			Expect(s.Size).NotTo(BeEmpty(), "shard %d size", s.Shard)
+			Expect(roles[s.Node]).To(Equal(v1.RoleReplica), "shard %d was saved on a replica, not its primary", s.Shard)
+		}
+		Expect(readySnapshots(ns, backup.Name)).To(HaveLen(3), "three VolumeSnapshots ready to use")
+		Expect(podUIDs(cluster)).To(Equal(uids), "no pod was replaced")
+		for _, n := range clusterNodes(cluster) {
+			restarts, _ := containerState(getPod(n), "valkey")
+			Expect(restarts).To(BeZero(), "%s restarted", n.Name)
+		}
+		oldIDs = nodeIDs(cluster)
+	})
+
+	It("keeps the snapshots when the cluster is deleted with reclaimPolicy Delete", func() {
+		Expect(k8s.Delete(ctx, cluster)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var claims corev1.PersistentVolumeClaimList
+			g.Expect(k8s.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: cluster.Name})).To(Succeed())
+			g.Expect(claims.Items).To(BeEmpty(), "claims deleted")
+			g.Expect(clusterNodes(cluster)).To(BeEmpty(), "nodes deleted")
+		}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		Expect(readySnapshots(ns, backup.Name)).To(HaveLen(3), "the backup's snapshots outlive the cluster")
+	})
+
+	It("restores under a new name: Ready, every key acknowledged before the saved point, fresh identities, cluster check clean", func() {
+		restored := buildCluster(ns, "restored", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		restored.Spec.RestoreFrom = backup.Name
+		start := time.Now()
+		Expect(k8s.Create(ctx, restored)).To(Succeed())
+		waitReady(restored, 6*time.Minute)
+		GinkgoWriter.Printf("restore: Ready %s after creation\n", time.Since(start).Round(100*time.Millisecond))
+		Expect(status.IsTrue(getCluster(restored).Status.Conditions, v1.ConditionRestored)).To(BeTrue(), "Restored")
+		expectKeys(restored, "base", seq(20000))
+		expectKeys(restored, "live", before)
+		expectClusterCheck(restored)
+		for node, id := range nodeIDs(restored) {
+			for oldNode, oldID := range oldIDs {
+				Expect(id).NotTo(Equal(oldID), "%s has the ID %s of the backed-up %s", node, id, oldNode)
+			}
+		}
+	})
+})
+
+var _ = Describe("Scheduled backups", Label("backup"), func() {
+	It("every minute with retention 2: after four minutes exactly two backups and their snapshots remain", func() {
+		ns := newNamespace("schedule")
+		cluster := newCluster(ns, "small", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		waitReady(cluster, 5*time.Minute)
+		writeKeys(cluster, "k", 1000)
+		sched := &v1.ValkeyBackupSchedule{
+			ObjectMeta: metav1.ObjectMeta{Name: "every-minute", Namespace: ns},
+			Spec:       v1.ValkeyBackupScheduleSpec{ClusterName: cluster.Name, Schedule: "* * * * *", Retention: 2},
+		}
+		Expect(k8s.Create(ctx, sched)).To(Succeed())
+
+		By("four scheduled minutes pass")
+		first := ""
+		Eventually(func(g Gomega) {
+			cur := &v1.ValkeyBackupSchedule{}
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sched), cur)).To(Succeed())
+			g.Expect(cur.Status.LastBackup).NotTo(BeEmpty())
+			if first == "" {
+				first = cur.Status.LastBackup
+			}
+			g.Expect(scheduledMinute(cur.Status.LastBackup) - scheduledMinute(first)).To(BeNumerically(">=", 3))
+		}).WithTimeout(6 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+
+		By("suspended, the last backup finishes and retention leaves two")
+		Eventually(func() error {
+			cur := &v1.ValkeyBackupSchedule{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(sched), cur); err != nil {
+				return err
+			}
+			cur.Spec.Suspend = true
+			return k8s.Update(ctx, cur)
+		}).WithTimeout(30 * time.Second).Should(Succeed())
+		Eventually(func(g Gomega) {
+			var list v1.ValkeyBackupList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelBackupSchedule: sched.Name})).To(Succeed())
+			g.Expect(list.Items).To(HaveLen(2), "backups kept")
+			for _, b := range list.Items {
+				g.Expect(b.Status.Phase).To(Equal(v1.BackupCompleted), "%s", b.Name)
+				g.Expect(readySnapshots(ns, b.Name)).To(HaveLen(1), "%s has its snapshot", b.Name)
+			}
+			g.Expect(snapshots(ns, "")).To(HaveLen(2), "the pruned backups' snapshots are deleted")
+		}).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
+	})
+})
+
+// waitBackup waits for the backup to reach phase and returns it; it fails at once on Failed.
+func waitBackup(b *v1.ValkeyBackup, phase v1.BackupPhase, timeout time.Duration) *v1.ValkeyBackup {
+	cur := &v1.ValkeyBackup{}
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), cur)).To(Succeed())
+		ready := status.Get(cur.Status.Conditions, v1.ConditionReady)
+		if cur.Status.Phase == v1.BackupFailed && phase != v1.BackupFailed {
+			StopTrying("backup failed").Attach("Ready", ready).Now()
+		}
+		g.Expect(cur.Status.Phase).To(Equal(phase), "Ready: %+v", ready)
+	}).WithTimeout(timeout).WithPolling(time.Second).Should(Succeed())
+	return cur
+}
+
+// savedPoint is the earliest saved point of the backup's shards: a key acknowledged before it
+// was on its shard's primary and on the saved node before that shard's BGSAVE.
+func savedPoint(b *v1.ValkeyBackup) time.Time {
+	var first time.Time
+	for _, s := range b.Status.Shards {
+		ExpectWithOffset(1, s.SavedAt).NotTo(BeNil(), "shard %d savedAt", s.Shard)
+		if first.IsZero() || s.SavedAt.Before(&metav1.Time{Time: first}) {
+			first = s.SavedAt.Time
+		}
+	}
+	return first
+}
+
+var volumeSnapshotList = schema.GroupVersionKind{Group: "snapshot.storage.k8s.io", Version: "v1", Kind: "VolumeSnapshotList"}
+
+// snapshots lists the namespace's VolumeSnapshots, of one backup when backup is set.
+func snapshots(ns, backup string) []unstructured.Unstructured {
+	list := &unstructured.UnstructuredList{}
+	list.SetGroupVersionKind(volumeSnapshotList)
+	opts := []client.ListOption{client.InNamespace(ns)}
+	if backup != "" {
+		opts = append(opts, client.MatchingLabels{v1.LabelBackup: backup})
+	}
+	ExpectWithOffset(1, k8s.List(ctx, list, opts...)).To(Succeed())
+	return list.Items
+}
+
+// readySnapshots is the backup's VolumeSnapshots that are ready to use.
+func readySnapshots(ns, backup string) []string {
+	var out []string
+	for _, s := range snapshots(ns, backup) {
+		if ready, _, _ := unstructured.NestedBool(s.Object, "status", "readyToUse"); ready {
+			out = append(out, s.GetName())
+		}
+	}
+	return out
+}
+
+// scheduledMinute is the unix minute in a scheduled backup's name (<schedule>-<minute>).
+func scheduledMinute(name string) int64 {
+	minute, err := strconv.ParseInt(name[strings.LastIndex(name, "-")+1:], 10, 64)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), name)
+	return minute
+}
