@@ -172,6 +172,8 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 			return fmt.Errorf("%s: %w", p.name, err)
 		}
 		if acted {
+			// What it changed converges anew: look again at the first pace.
+			r.converging.forget(st.cluster.UID)
 			if st.requeue == 0 {
 				st.requeue = short
 			}
