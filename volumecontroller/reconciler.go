@@ -24,11 +24,14 @@ import (
 // +kubebuilder:rbac:groups="",resources=persistentvolumeclaims,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=storage.k8s.io,resources=storageclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshots,verbs=get;list;watch;create
+// +kubebuilder:rbac:groups=snapshot.storage.k8s.io,resources=volumesnapshotclasses,verbs=get;list;watch
 // Leader election: its Lease is in the operator's namespace only, by the Role in
 // deploy/volume-controller/rbac/bindings.yaml (no cluster-wide lease rights).
 
 // Reconciler keeps each ValkeyNode's PersistentVolumeClaim and reports it as VolumeReady,
-// VolumeSized and status.volume.
+// VolumeSized and status.volume; it snapshots the claim for a backup (SnapshotReady and
+// status.volume.snapshot) and creates a restored node's claim from its snapshot.
 type Reconciler struct {
 	client.Client
 	// APIReader reads past the cache: claims without the operator's labels (a conflicting
@@ -37,6 +40,10 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Options   Options
 	Status    status.Applier
+	// Snapshots reads VolumeSnapshots (the operator's) and VolumeSnapshotClasses; nil when
+	// the VolumeSnapshot API is not served, and every snapshot or restore request is then
+	// refused with a message saying so.
+	Snapshots client.Reader
 }
 
 // Reconcile runs get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
@@ -59,10 +66,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if gone {
 			return requeue.Settle(ctx, err)
 		}
-		return requeue.Settle(ctx, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
+		snap, serr := r.reconcileSnapshot(ctx, node)
+		rep.Snapshot = snap
+		return requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	}
 	rep, err := r.reconcileNormal(ctx, node)
-	return requeue.Settle(ctx, errors.Join(err, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
+	snap, serr := r.reconcileSnapshot(ctx, node)
+	rep.Snapshot = snap
+	return requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 }
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
@@ -134,6 +145,13 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 	}
 
 	claim := BuildClaim(node)
+	if snap := restoreSnapshot(node); snap != "" {
+		vs, waits, err := r.restoreSource(ctx, node, snap)
+		if vs == nil {
+			return notUsableReport(node, class, valkeyv1.ReasonRestoreSourceNotReady, waits), err
+		}
+		restoreFrom(claim, vs)
+	}
 	if err := r.Create(ctx, claim); err != nil {
 		if apierrors.IsAlreadyExists(err) {
 			// Not in the cache: either the cache lags, or the claim lacks the operator's

@@ -2,13 +2,16 @@
 // one PersistentVolumeClaim per ValkeyNode with persistence, created before the workload,
 // expanded online, protected by the valkey.io/pvc-protection finalizer until the node is
 // drained, then retained or deleted by its reclaim policy. It reports VolumeReady,
-// VolumeSized and status.volume on the ValkeyNode.
+// VolumeSized and status.volume on the ValkeyNode. It snapshots a node's claim for a backup
+// (a VolumeSnapshot owned by the ValkeyBackup, reported as SnapshotReady) and creates a
+// restored node's claim from its VolumeSnapshot.
 package volumecontroller
 
 import (
 	"context"
 	"fmt"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -38,6 +41,9 @@ type Options struct {
 	IgnoreStorageClasses bool `mapstructure:"ignore-storage-classes"`
 	// MaxConcurrentReconciles is the number of ValkeyNodes reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+	// WatchNamespace is the only namespace whose VolumeSnapshots are cached (all when
+	// empty): the manager's watch namespace, which the binary copies here.
+	WatchNamespace string `mapstructure:"-"`
 }
 
 // DefaultOptions are the settings used for zero values.
@@ -77,6 +83,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		return err
 	}
 	opts = opts.withDefaults()
+	if err := snapshotv1.AddToScheme(mgr.GetScheme()); err != nil {
+		return fmt.Errorf("register the VolumeSnapshot API: %w", err)
+	}
 	r := &Reconciler{
 		Client:    mgr.GetClient(),
 		APIReader: mgr.GetAPIReader(),
@@ -91,6 +100,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		predicate.AnnotationChangedPredicate{},
 		status.DeletionChanged(),
 		status.ConditionChanged(valkeyv1.ConditionDrained),
+		savedPointChanged(),
 	)
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named("volume").
@@ -101,7 +111,11 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		b = b.Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToNodes),
 			builder.WithPredicates(classChanged()))
 	}
-	err := b.Complete(r)
+	b, err := r.watchSnapshots(mgr, b)
+	if err != nil {
+		return err
+	}
+	err = b.Complete(r)
 	if err != nil {
 		return fmt.Errorf("build %s: %w", Name, err)
 	}

@@ -16,6 +16,8 @@ type report struct {
 	Ready  metav1.Condition
 	Sized  metav1.Condition
 	Volume *valkeyv1.VolumeStatus
+	// Snapshot is reported while the node's point is saved for a backup.
+	Snapshot *snapshotReport
 }
 
 // ephemeralReport is the status of a node without persistence.
@@ -101,8 +103,16 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 
 // applyStatus writes the report as the volume controller's status of the node.
 func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode, rep report) error {
-	return r.Status.ApplyNode(ctx, node, status.VolumeShare{
-		Conditions: []metav1.Condition{rep.Ready, rep.Sized},
-		Volume:     rep.Volume,
-	})
+	share := status.VolumeShare{Conditions: []metav1.Condition{rep.Ready, rep.Sized}, Volume: rep.Volume}
+	if rep.Snapshot != nil {
+		share.Conditions = append(share.Conditions, rep.Snapshot.Cond)
+		if share.Volume == nil {
+			share.Volume = &valkeyv1.VolumeStatus{}
+		} else {
+			v := *share.Volume
+			share.Volume = &v
+		}
+		share.Volume.Snapshot = rep.Snapshot.Status
+	}
+	return r.Status.ApplyNode(ctx, node, share)
 }

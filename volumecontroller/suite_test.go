@@ -2,9 +2,13 @@ package volumecontroller_test
 
 import (
 	"context"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
@@ -16,6 +20,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrlenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -45,13 +50,16 @@ var _ = BeforeSuite(func() {
 	var err error
 	env, err = envtest.Start()
 	Expect(err).NotTo(HaveOccurred())
+	// The VolumeSnapshot API, as the external-snapshotter installs it.
+	_, err = ctrlenvtest.InstallCRDs(env.Config, ctrlenvtest.CRDInstallOptions{Paths: snapshotCRDs(), ErrorIfPathMissing: true})
+	Expect(err).NotTo(HaveOccurred())
 	// Only the controller's requests are counted: the test's own client is made without it.
 	env.Config.WrapTransport = controllerWrites.wrap
 	mgr, err := env.NewManager(volumecontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	env.Config.WrapTransport = nil
 	Expect(volumecontroller.SetupWithManager(mgr, volumecontroller.Options{})).To(Succeed())
-	k8s, err = env.Client()
+	k8s, err = snapshotClient(env)
 	Expect(err).NotTo(HaveOccurred())
 
 	var ctx context.Context
@@ -70,6 +78,31 @@ var _ = AfterSuite(func() {
 		Expect(env.Stop()).To(Succeed())
 	}
 })
+
+// snapshotCRDs are the VolumeSnapshot, VolumeSnapshotContent and VolumeSnapshotClass
+// CRDs of the external-snapshotter client module the controller is built with.
+func snapshotCRDs() []string {
+	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubernetes-csi/external-snapshotter/client/v8").Output()
+	Expect(err).NotTo(HaveOccurred(), "locate the external-snapshotter client module")
+	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd")
+	var paths []string
+	for _, r := range []string{"volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"} {
+		paths = append(paths, filepath.Join(dir, "snapshot.storage.k8s.io_"+r+".yaml"))
+	}
+	return paths
+}
+
+// snapshotClient is a client of the test API server that also knows the VolumeSnapshot API.
+func snapshotClient(e *envtest.Environment) (client.WithWatch, error) {
+	s, err := envtest.Scheme()
+	if err != nil {
+		return nil, err
+	}
+	if err := snapshotv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return client.NewWithWatch(e.Config, client.Options{Scheme: s})
+}
 
 // clusterUID is the UID of the (absent) ValkeyCluster the test nodes say they belong to.
 const clusterUID = "2c1b6a2e-0000-4000-8000-0000000000c1"

@@ -49,6 +49,11 @@ const (
 	// and its data. The claim is left alone; the running pod keeps using it, and no roll is
 	// requested until the class is set back.
 	ReasonStorageClassImmutable = "StorageClassImmutable"
+	// ReasonRestoreSourceNotReady (VolumeReady=False): spec.restore.snapshotName names a
+	// VolumeSnapshot that is missing, failed or not ready to use yet (or the VolumeSnapshot
+	// API is not installed); the message says which and what the claim waits for. No claim
+	// is created until the snapshot is ready, so the node's pod does not start.
+	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
 
 	ReasonSized                   = "Sized"
 	ReasonLargerThanRequested     = "LargerThanRequested"

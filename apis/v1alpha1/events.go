@@ -105,7 +105,8 @@ const (
 
 // Event reasons of backups and restores. Failures use the Ready reason as the event reason
 // (PersistenceRequired, SnapshotFailed, SnapshotUnsupported, SaveFailed,
-// RestoreSourceMissing, RestoreSourceIncomplete, RestoreRefused).
+// RestoreSourceMissing, RestoreSourceIncomplete, RestoreRefused; RestoreSourceNotReady on a
+// ValkeyNode, volume controller).
 const (
 	// EventSnapshotCreated (Normal, ValkeyNode, volume controller).
 	EventSnapshotCreated = "SnapshotCreated"

@@ -17,6 +17,8 @@ func main() {
 	var s options.Settings[volumecontroller.Options]
 	options.Main(volumecontroller.Name, fs, &s, func() error {
 		return options.Start(volumecontroller.Name, s.Manager, volumecontroller.CacheOptions(), func(mgr ctrl.Manager) error {
+			// VolumeSnapshots are cached in the namespace the manager watches.
+			s.Options.WatchNamespace = s.WatchNamespace
 			return volumecontroller.SetupWithManager(mgr, s.Options)
 		})
 	})

@@ -17,7 +17,8 @@ type NodeShare interface {
 	sameField(cur valkeyv1.ValkeyNodeStatus) bool
 }
 
-// VolumeShare is the volume controller's part: VolumeReady, VolumeSized and status.volume.
+// VolumeShare is the volume controller's part: VolumeReady, VolumeSized, SnapshotReady (while
+// a backup's point is saved on the node) and status.volume.
 type VolumeShare struct {
 	Conditions []metav1.Condition
 	Volume     *valkeyv1.VolumeStatus
@@ -47,7 +48,11 @@ func (s TopologyShare) nodeStatus() valkeyv1.ValkeyNodeStatus {
 	return valkeyv1.ValkeyNodeStatus{Conditions: s.Conditions, Topology: s.Topology}
 }
 
-func (VolumeShare) owned() []string   { return valkeyv1.VolumeConditions }
+// The volume controller owns SnapshotReady too, reported only while a backup's point is
+// saved on the node: a share without it removes it.
+func (VolumeShare) owned() []string {
+	return append(append([]string(nil), valkeyv1.VolumeConditions...), valkeyv1.ConditionSnapshotReady)
+}
 func (WorkloadShare) owned() []string { return valkeyv1.WorkloadConditions }
 func (TopologyShare) owned() []string { return valkeyv1.TopologyConditions }
 

@@ -75,3 +75,26 @@ func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
 		t.Fatalf("WorkloadReady %+v, want Creating", got)
 	}
 }
+
+// SnapshotReady, which the volume controller reports only while a backup's point is saved
+// on the node, is its own: a restarted volume Applier whose share leaves it out removes it,
+// although the node shows every other condition of the share.
+func TestRestartedApplierDropsSnapshotReady(t *testing.T) {
+	ctx, c := startAPI(t)
+	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	must(t, c.Create(ctx, node))
+	volume := []metav1.Condition{
+		status.Condition(v1.ConditionVolumeReady, true, v1.ReasonBound, "bound"),
+		status.Condition(v1.ConditionVolumeSized, true, v1.ReasonSized, "sized"),
+	}
+	withSnapshot := status.VolumeShare{Conditions: append(append([]metav1.Condition(nil), volume...),
+		status.Condition(v1.ConditionSnapshotReady, true, v1.ReasonSnapshotReady, "ready"))}
+	must(t, status.NewApplier(c, v1.FieldManagerVolume).ApplyNode(ctx, node, withSnapshot))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
+
+	must(t, status.NewApplier(c, v1.FieldManagerVolume).ApplyNode(ctx, node, status.VolumeShare{Conditions: volume}))
+	must(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
+	if got := status.Get(node.Status.Conditions, v1.ConditionSnapshotReady); got != nil {
+		t.Fatalf("SnapshotReady %+v is still there after its owner left it out", got)
+	}
+}

@@ -79,13 +79,21 @@ var _ = Describe("deploy/default", Ordered, func() {
 			append(except(deniedToAll(ns), access{"update", "secrets", "apps"}), access{"delete", "services", "apps"}))
 	})
 
-	It("gives the volume controller no Secret right and no Lease outside its namespace", func(ctx context.Context) {
+	It("gives the volume controller no Secret right and no Lease outside its namespace, and lets it create VolumeSnapshots but never change or delete them", func(ctx context.Context) {
 		expectRights(ctx, ns, volumeSA,
 			append(leaderElection(ns),
 				access{"create", "persistentvolumeclaims", "apps"},
 				access{"list", "storageclasses.storage.k8s.io", ""},
+				access{"create", "volumesnapshots.snapshot.storage.k8s.io", "apps"},
+				access{"watch", "volumesnapshots.snapshot.storage.k8s.io", ""},
+				access{"list", "volumesnapshotclasses.snapshot.storage.k8s.io", ""},
 			),
-			append(deniedToAll(ns), access{"get", "secrets", "apps"}))
+			append(deniedToAll(ns), access{"get", "secrets", "apps"},
+				access{"delete", "volumesnapshots.snapshot.storage.k8s.io", "apps"},
+				access{"patch", "volumesnapshots.snapshot.storage.k8s.io", "apps"},
+				access{"update", "volumesnapshots.snapshot.storage.k8s.io", "apps"},
+				access{"create", "volumesnapshotcontents.snapshot.storage.k8s.io", ""},
+				access{"create", "volumesnapshotclasses.snapshot.storage.k8s.io", ""}))
 	})
 
 	It("gives the workload controller no Secret right and no Lease outside its namespace", func(ctx context.Context) {
@@ -118,7 +126,9 @@ var _ = Describe("deploy/namespaced", Ordered, func() {
 		}, nil)
 		expectRights(ctx, ns, volumeSA, []access{
 			{"create", "persistentvolumeclaims", ns}, {"list", "valkeynodes.valkey.io", ns},
-		}, []access{{"get", "secrets", ns}})
+			{"create", "volumesnapshots.snapshot.storage.k8s.io", ns},
+		}, []access{{"get", "secrets", ns}, {"list", "volumesnapshotclasses.snapshot.storage.k8s.io", ""},
+			{"delete", "volumesnapshots.snapshot.storage.k8s.io", ns}})
 		expectRights(ctx, ns, workloadSA, []access{
 			{"create", "statefulsets.apps", ns}, {"list", "pods", ns},
 		}, []access{{"get", "secrets", ns}})

@@ -1,0 +1,90 @@
+package volumecontroller
+
+import (
+	"context"
+	"fmt"
+
+	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// restoreSnapshot is the VolumeSnapshot a node's claim is to be created from, "" for an
+// empty claim.
+func restoreSnapshot(node *valkeyv1.ValkeyNode) string {
+	if node.Spec.Restore == nil {
+		return ""
+	}
+	return node.Spec.Restore.SnapshotName
+}
+
+// restoreSource returns the VolumeSnapshot a restored node's claim is created from, once
+// it exists and is ready to use. Until then it returns why the claim waits (the
+// RestoreSourceNotReady message) and records a Warning event when the snapshot is missing
+// or failed, or the VolumeSnapshot API is not installed.
+func (r *Reconciler) restoreSource(ctx context.Context, node *valkeyv1.ValkeyNode, name string) (*snapshotv1.VolumeSnapshot, string, error) {
+	claim := valkeyv1.ClaimName(node.Name)
+	var vs *snapshotv1.VolumeSnapshot
+	if r.Snapshots != nil {
+		var err error
+		if vs, err = r.getRestoreSnapshot(ctx, node.Namespace, name); err != nil {
+			return nil, fmt.Sprintf("claim %s is not created: %v", claim, err), err
+		}
+	}
+	var msg string
+	warn := true
+	switch {
+	case r.Snapshots == nil:
+		msg = fmt.Sprintf("claim %s is not created: it restores VolumeSnapshot %s, but %s", claim, name, snapshotAPIMissing)
+	case vs == nil:
+		msg = fmt.Sprintf("claim %s is not created until VolumeSnapshot %s, which it restores, exists in namespace %s", claim, name, node.Namespace)
+	case vs.Status != nil && ptr.Deref(vs.Status.ReadyToUse, false):
+		return vs, "", nil
+	case vs.Status != nil && vs.Status.Error != nil:
+		msg = fmt.Sprintf("claim %s is not created: VolumeSnapshot %s, which it restores, failed: %s", claim, name, ptr.Deref(vs.Status.Error.Message, "no message"))
+	default:
+		warn = false
+		msg = fmt.Sprintf("claim %s is not created until VolumeSnapshot %s, which it restores, is ready to use (waiting for the snapshot-controller and the CSI driver)", claim, name)
+	}
+	if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeReady); warn && (cur == nil || cur.Message != msg) {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.ReasonRestoreSourceNotReady, "RestoreClaim", "%s", msg)
+	}
+	return nil, msg, nil
+}
+
+// getRestoreSnapshot reads a VolumeSnapshot from the cache, and past it when the cache has
+// none (one without the operator's labels); nil when it does not exist.
+func (r *Reconciler) getRestoreSnapshot(ctx context.Context, namespace, name string) (*snapshotv1.VolumeSnapshot, error) {
+	key := client.ObjectKey{Namespace: namespace, Name: name}
+	vs := &snapshotv1.VolumeSnapshot{}
+	err := r.Snapshots.Get(ctx, key, vs)
+	if apierrors.IsNotFound(err) {
+		err = r.APIReader.Get(ctx, key, vs)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil, nil
+	case err != nil:
+		return nil, fmt.Errorf("get VolumeSnapshot %s: %w", name, err)
+	}
+	return vs, nil
+}
+
+// restoreFrom makes a claim start from a VolumeSnapshot: dataSource and dataSourceRef name
+// it, and the claim requests at least the snapshot's restore size (a provisioner refuses a
+// claim smaller than its source).
+func restoreFrom(claim *corev1.PersistentVolumeClaim, vs *snapshotv1.VolumeSnapshot) {
+	group := snapshotGroupVersion.Group
+	claim.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: vs.Name}
+	claim.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: vs.Name}
+	if size := vs.Status.RestoreSize; size != nil {
+		if req := claim.Spec.Resources.Requests[corev1.ResourceStorage]; size.Cmp(req) > 0 {
+			claim.Spec.Resources.Requests[corev1.ResourceStorage] = size.DeepCopy()
+		}
+	}
+}
