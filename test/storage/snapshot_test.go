@@ -154,3 +154,35 @@ func TestSnapshotContentRestoreDelete(t *testing.T) {
 		return err == nil && len(got.Finalizers) == 0 && os.IsNotExist(statErr)
 	})
 }
+
+// A deleted content with deletionPolicy Retain keeps its image; its finalizers go.
+func TestRetainedContentKeepsImage(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	image := filepath.Join(dir, "snapshots", "snapcontent-r1.img")
+	if err := os.MkdirAll(filepath.Dir(image), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(image, []byte("kept"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	c := &snapv1.VolumeSnapshotContent{
+		ObjectMeta: metav1.ObjectMeta{Name: "snapcontent-r1", Finalizers: []string{finalizerSnapshot, finalizerContentBound},
+			Annotations: map[string]string{annContentNode: "node1"}, DeletionTimestamp: &metav1.Time{Time: time.Now()}},
+		Spec: snapv1.VolumeSnapshotContentSpec{Driver: "test/loop", DeletionPolicy: snapv1.VolumeSnapshotContentRetain,
+			Source: snapv1.VolumeSnapshotContentSource{VolumeHandle: ptr.To("pv-x")}},
+		Status: &snapv1.VolumeSnapshotContentStatus{SnapshotHandle: ptr.To("snapcontent-r1"), ReadyToUse: ptr.To(true)},
+	}
+	cl := fakeClients(fake.NewClientset(), c)
+	p := newProvisioner(cl, "test/loop", "node1", dir, &fakeLoop{devs: map[string]string{}}, copyImages{})
+	cl.start(ctx)
+	go p.Run(ctx)
+	waitFor(ctx, t, "finalizers removed", func() bool {
+		got, err := cl.snaps.SnapshotV1().VolumeSnapshotContents().Get(ctx, c.Name, metav1.GetOptions{})
+		return err == nil && len(got.Finalizers) == 0
+	})
+	if _, err := os.Stat(image); err != nil {
+		t.Fatalf("the retained image is gone: %v", err)
+	}
+}
