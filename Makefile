@@ -22,6 +22,12 @@ export KUBE_NETWORK_POLICIES
 # (test/localcluster/build-coredns.sh), cached under the hash of its module files.
 COREDNS := $(CACHE)/tools/coredns-$(shell cat test/localcluster/coredns/go.mod test/localcluster/coredns/go.sum test/localcluster/coredns/main.go | sha256sum | cut -c1-12)
 export COREDNS
+# VolumeSnapshots on the local cluster: external-snapshotter's snapshot-controller (a host daemon
+# of the control plane, as kube-controller-manager is), pinned by
+# test/localcluster/snapshotter/go.mod, a static build (test/localcluster/build-snapshotter.sh),
+# cached under the hash of its module files; its CRDs are committed in test/crds/snapshot.
+SNAPSHOT_CONTROLLER := $(CACHE)/tools/snapshot-controller-$(shell cat test/localcluster/snapshotter/go.mod test/localcluster/snapshotter/go.sum | sha256sum | cut -c1-12)
+export SNAPSHOT_CONTROLLER
 # envtest binaries: KUBEBUILDER_ASSETS when set, else built from the Go module proxy.
 KUBEBUILDER_ASSETS ?= $(K8S_BIN)
 export KUBEBUILDER_ASSETS
@@ -70,6 +76,21 @@ $(COREDNS):
 
 .PHONY: coredns
 coredns: $(COREDNS) ## Build the local cluster's DNS server (cached).
+
+$(SNAPSHOT_CONTROLLER):
+	@mkdir -p $(CACHE)/tools
+	test/localcluster/build-snapshotter.sh $@
+
+.PHONY: snapshotter
+snapshotter: $(SNAPSHOT_CONTROLLER) ## Build the local cluster's snapshot-controller (external-snapshotter, cached).
+
+.PHONY: snapshot-crds
+snapshot-crds: ## Copy the VolumeSnapshot CRDs of the pinned external-snapshotter into test/crds/snapshot.
+	test/localcluster/snapshot-crds.sh refresh
+
+.PHONY: verify-snapshot-crds
+verify-snapshot-crds: ## Fail when test/crds/snapshot differs from the pinned external-snapshotter's CRDs.
+	test/localcluster/snapshot-crds.sh check
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Generate deepcopy code.
@@ -164,11 +185,11 @@ NODES ?= 1
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
 .PHONY: images
-images: valkey kube-network-policies coredns ## Build the pause, Valkey, controller, NetworkPolicy and DNS images (.local/images) and import them when the cluster is up.
+images: valkey kube-network-policies coredns snapshotter ## Build the pause, Valkey, controller, NetworkPolicy and DNS images (.local/images) and import them when the cluster is up; and the snapshot-controller (a host daemon).
 	test/images/build.sh all
 
 .PHONY: cluster-up
-cluster-up: k8s-bins ## Start the local cluster (idempotent; NODES=3 for three nodes); kubeconfig: .local/cluster/admin.kubeconfig.
+cluster-up: k8s-bins snapshotter ## Start the local cluster (idempotent; NODES=3 for three nodes) with VolumeSnapshots (class valkey-loop); kubeconfig: .local/cluster/admin.kubeconfig.
 	K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) NODES=$(NODES) test/localcluster/cluster.sh up
 
 .PHONY: cluster-down
@@ -183,6 +204,10 @@ cluster-status: ## Daemons, node and memory of the local cluster.
 .PHONY: e2e-smoke
 e2e-smoke: ## Smoke suite against the local cluster (make cluster-up first).
 	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/smoke -count=1 -v -timeout 15m
+
+.PHONY: e2e-storage
+e2e-storage: ## Snapshot and restore specs of the loop provisioner against the local cluster (make cluster-up first).
+	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/storage -count=1 -v -timeout 15m -run Cluster
 
 ##@ Deploy
 

@@ -32,6 +32,13 @@
 # restrict_oom_score_adj and kube-proxy with oomScoreAdj 0; volumes are XFS on loop devices
 # because XFS grows online with CAP_SYS_ADMIN alone.
 #
+# Storage: the volumes' backing files live in $L/disks, itself an XFS file system with reflink
+# (a sparse DISKS_SIZE image $L/disks.img, loop-mounted; the machine's disk is ext4), so a
+# VolumeSnapshot is a reflink copy of a volume's file (instant, no space used up front). The
+# VolumeSnapshot CRDs (test/crds/snapshot) and class valkey-loop (storageclasses.yaml) are
+# applied, and external-snapshotter's snapshot-controller runs as a control-plane daemon
+# (SNAPSHOT_CONTROLLER: `make snapshotter`); the loop provisioners serve the snapshots.
+#
 # Network: pods live on their own bridge (BRIDGE), which also carries the node's own address
 # (NODE_IP, not the machine's); the API server and kubelet listen only there and on loopback.
 # Pods get routes only to the pod range, the service range and the node address (no default
@@ -75,6 +82,8 @@ SVC_IP=10.96.0.1
 DNS_IP=10.96.0.10
 BRIDGE=vlkbr0
 PROVISIONER=valkey.local/loop-xfs
+DISKS_SIZE="${DISKS_SIZE:-64G}"
+SNAPSHOT_CONTROLLER="${SNAPSHOT_CONTROLLER:-}"
 KC="$L/admin.kubeconfig"
 T0=$(date +%s%N)
 
@@ -445,6 +454,7 @@ up() {
 	have="$(node_count)"
 	[ "$have" -gt "$nodes" ] && [ -n "$(pid_of kubelet 2>/dev/null)" ] && nodes="$have"
 	echo "$nodes" >"$L/run/nodes"
+	disks_up
 	log "building helpers"
 	(cd "$REPO" && CGO_ENABLED=0 go build -o "$L/bin/pki" ./test/localcluster/pki &&
 		CGO_ENABLED=0 go build -o "$L/bin/loop-provisioner" ./test/storage)
@@ -476,12 +486,49 @@ up() {
 		wait_until 120 "node $(node_name "$n") Ready" node_ready "$n"
 		log "node $(node_name "$n") Ready"
 	done
+	snapshots_up
 	kubectl_ apply -f "$here/storageclasses.yaml" >/dev/null
 	for n in $(seq 1 "$nodes"); do start_provisioner "$n"; done
 	wait_until 120 "default ServiceAccount" kubectl_ -n default get serviceaccount default
 	netpol_up
 	dns_up
 	log "cluster up ($nodes node(s)): export KUBECONFIG=$KC"
+}
+
+# disks_up: $L/disks as an XFS file system with reflink on a sparse image (made once per
+# cluster-up; cluster-down removes it), so snapshots of the volumes are reflink copies.
+disks_up() {
+	if mountpoint -q "$L/disks"; then
+		return
+	fi
+	if [ ! -f "$L/disks.img" ]; then
+		truncate -s "$DISKS_SIZE" "$L/disks.img"
+		mkfs.xfs -q -m reflink=1 "$L/disks.img"
+	fi
+	mount -o loop "$L/disks.img" "$L/disks"
+	log "disks: XFS with reflink on $L/disks.img ($DISKS_SIZE sparse, $(losetup -n -O NAME -j "$L/disks.img"))"
+}
+
+# snapshots_up: the VolumeSnapshot CRDs, then the snapshot-controller (with the admin
+# kubeconfig, as the loop provisioners; a rebuilt binary replaces the running one). Without a
+# build (`make snapshotter`), snapshots stay unbound, with a note.
+snapshots_up() {
+	kubectl_ apply --server-side --force-conflicts -f "$REPO/test/crds/snapshot/" >/dev/null
+	kubectl_ wait --for=condition=Established --timeout=60s \
+		crd/volumesnapshots.snapshot.storage.k8s.io crd/volumesnapshotcontents.snapshot.storage.k8s.io \
+		crd/volumesnapshotclasses.snapshot.storage.k8s.io >/dev/null
+	if [ -z "$SNAPSHOT_CONTROLLER" ] || [ ! -x "$SNAPSHOT_CONTROLLER" ]; then
+		log "snapshot-controller skipped: no build (${SNAPSHOT_CONTROLLER:-SNAPSHOT_CONTROLLER unset}; 'make snapshotter' builds it)"
+		return
+	fi
+	if ! cmp -s "$SNAPSHOT_CONTROLLER" "$L/bin/snapshot-controller"; then
+		stop snapshot-controller
+		cp "$SNAPSHOT_CONTROLLER" "$L/bin/snapshot-controller"
+	fi
+	# Volume group snapshots are not used here (their CRDs are not installed).
+	start snapshot-controller "$L/bin/snapshot-controller" --kubeconfig="$KC" \
+		--feature-gates=CSIVolumeGroupSnapshot=false --v=2
+	log "snapshot-controller running (pid $(pid_of snapshot-controller))"
 }
 
 # start_containerd K: node K's containerd (in its network namespace), until it answers.
@@ -634,11 +681,12 @@ down() {
 	mkdir -p "$L/run"
 	local n
 	for n in $(seq "$(nodes_known)" -1 1); do node_daemons_stop "$n"; done
-	stop_all kube-scheduler kube-controller-manager kube-apiserver etcd
-	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first.
+	stop_all snapshot-controller kube-scheduler kube-controller-manager kube-apiserver etcd
+	# Mounts: pod volumes, XFS disks, rootfs and shm of containers; deepest first; the disk
+	# folder itself once the loop devices of the volumes in it are detached.
 	local m
 	for _ in 1 2 3; do
-		{ awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" || true; } | sort -r |
+		{ awk '{print $2}' /proc/mounts | sed 's/\\040/ /g' | grep -E "^($L|$RUNDIR)(/|$)" | grep -vxF "$L/disks" || true; } | sort -r |
 			while read -r m; do umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true; done
 	done
 	log "unmounted"
@@ -647,6 +695,12 @@ down() {
 	losetup -n -O NAME,BACK-FILE -l 2>/dev/null | while read -r dev file; do
 		case "$file" in "$L/disks/"*) losetup -d "$dev" && log "detached $dev ($file)" ;; esac
 	done
+	if mountpoint -q "$L/disks"; then
+		umount "$L/disks" && log "unmounted $L/disks"
+	fi
+	# The disks image's loop device (mount -o loop detaches it on unmount; this is for a
+	# mount that failed half-way).
+	losetup -n -O NAME -j "$L/disks.img" 2>/dev/null | while read -r dev; do losetup -d "$dev" || true; done
 	local other
 	if other="$(other_owner)"; then
 		# Never touch the node-wide pieces while another clone's cluster uses them.
@@ -655,7 +709,7 @@ down() {
 		down_node
 	fi
 	# State: everything but the PKI, the helper binaries and the logs.
-	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/pod-logs" "$RUNDIR"
+	rm -rf "$L/etcd" "$L/kubelet" "$L/containerd" "$L/containerd-opt" "$L/cni/ipam" "$L/disks" "$L/disks.img" "$L/pod-logs" "$RUNDIR"
 	for n in "$L"/nodes/*; do
 		[ -d "$n" ] && rm -rf "$n/kubelet" "$n/containerd" "$n/containerd-opt" "$n/cni/ipam" "$n/pod-logs"
 	done
@@ -791,7 +845,7 @@ node_daemon_names() {
 
 status() {
 	local n p
-	for n in etcd kube-apiserver kube-controller-manager kube-scheduler $(node_daemon_names); do
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler snapshot-controller $(node_daemon_names); do
 		if p="$(pid_of "$n")"; then echo "$n: running (pid $p)"; else echo "$n: stopped"; fi
 	done
 	[ -f "$KC" ] && kubectl_ get nodes -o wide 2>/dev/null || true
@@ -799,7 +853,7 @@ status() {
 
 memory() {
 	local n p total=0 kb
-	for n in etcd kube-apiserver kube-controller-manager kube-scheduler $(node_daemon_names); do
+	for n in etcd kube-apiserver kube-controller-manager kube-scheduler snapshot-controller $(node_daemon_names); do
 		p="$(pid_of "$n")" || continue
 		kb=$(awk '/^VmRSS/ {print $2}' "/proc/$p/status")
 		printf '%-24s %6d MiB\n' "$n" $((kb / 1024))
@@ -855,6 +909,7 @@ leftovers() {
 	report "processes" "$out"
 	report "mounts" "$(grep -E "$L|$RUNDIR" /proc/mounts || true)"
 	report "loop devices" "$(losetup -a | grep -F "$L/" || true)"
+	report "disks image" "$(ls "$L/disks.img" 2>/dev/null || true)"
 	local other
 	if other="$(other_owner)"; then
 		echo "(node-wide network, iptables and cgroups not checked: the cluster of $other uses them)"

@@ -11,6 +11,13 @@
 //     gets its file grown, the loop device's size refreshed (losetup -c), the volume's capacity
 //     raised and the claim marked NodeResizePending, so kubelet grows XFS online (xfs_growfs).
 //   - A Released volume with reclaim policy Delete is detached, its file removed, and deleted.
+//   - A VolumeSnapshot of one of its volumes whose VolumeSnapshotClass names our driver (the
+//     provisioner name) gets its VolumeSnapshotContent, made here as the snapshot-controller
+//     makes them for CSI volumes (snapshot.go); the snapshot is a reflink copy of the volume's
+//     file under -disk-dir/snapshots (the disk folder is XFS with reflink), recorded in the
+//     content's status; a deleted content's image is removed (deletionPolicy Delete) (content.go).
+//   - A claim whose dataSource is such a VolumeSnapshot gets a reflink copy of its image, grown
+//     to the claim's size, with a fresh file system UUID (restore.go).
 package main
 
 import (
@@ -21,6 +28,8 @@ import (
 	"syscall"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -45,16 +54,27 @@ func main() {
 	if err != nil {
 		klog.Exit(err)
 	}
+	snaps, err := snapclient.NewForConfig(cfg)
+	if err != nil {
+		klog.Exit(err)
+	}
 	if err := os.MkdirAll(*diskDir, 0o700); err != nil {
 		klog.Exit(err)
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
 
-	factory := informers.NewSharedInformerFactory(client, 10*time.Minute)
-	p := newProvisioner(client, factory, *name, *node, *diskDir, losetup{})
-	factory.Start(ctx.Done())
+	cl := clients{
+		core: client, snaps: snaps,
+		factory:      informers.NewSharedInformerFactory(client, 10*time.Minute),
+		snapFactory:  snapinformers.NewSharedInformerFactory(snaps, 10*time.Minute),
+		eventsSource: "loop-provisioner-" + *node,
+	}
+	p := newProvisioner(cl, *name, *node, *diskDir, losetup{}, xfsImages{})
+	cl.factory.Start(ctx.Done())
+	cl.snapFactory.Start(ctx.Done())
 	klog.Infof("provisioner %s for node %s, disks in %s", *name, *node, *diskDir)
 	p.Run(ctx)
-	factory.Shutdown()
+	cl.factory.Shutdown()
+	cl.snapFactory.Shutdown()
 }

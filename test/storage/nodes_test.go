@@ -9,7 +9,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
 )
@@ -48,10 +47,10 @@ func TestReleasedVolumeOfAnotherNodeLeftAlone(t *testing.T) {
 	// The other node's volume is there first: the work queue (first in, first out) looks at
 	// it before the volume created below, whose deletion therefore comes after.
 	client := fake.NewClientset(releasedVolume("pvc-theirs", "node2", theirs))
-	factory := informers.NewSharedInformerFactory(client, 0)
+	cl := fakeClients(client)
 	loop := &fakeLoop{devs: map[string]string{}}
-	p := newProvisioner(client, factory, "test/loop", "node1", dir, loop)
-	factory.Start(ctx.Done())
+	p := newProvisioner(cl, "test/loop", "node1", dir, loop, copyImages{})
+	cl.start(ctx)
 	go p.Run(ctx)
 	if !cache.WaitForCacheSync(ctx.Done(), p.synced...) {
 		t.Fatal("caches not synced")

@@ -10,6 +10,9 @@ import (
 	"strings"
 	"time"
 
+	snapclient "github.com/kubernetes-csi/external-snapshotter/client/v8/clientset/versioned"
+	snapinformers "github.com/kubernetes-csi/external-snapshotter/client/v8/informers/externalversions"
+	snaplisters "github.com/kubernetes-csi/external-snapshotter/client/v8/listers/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -21,6 +24,7 @@ import (
 	corelisters "k8s.io/client-go/listers/core/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/klog/v2"
 )
@@ -47,29 +51,46 @@ func roundSize(n int64) int64 {
 }
 
 type provisioner struct {
-	client  kubernetes.Interface
-	name    string
-	node    string
-	diskDir string
-	loop    loopDevices
+	client   kubernetes.Interface
+	snaps    snapclient.Interface
+	recorder record.EventRecorder
+	name     string
+	node     string
+	diskDir  string
+	loop     loopDevices
+	images   imageOps
 
-	claims  corelisters.PersistentVolumeClaimLister
-	volumes corelisters.PersistentVolumeLister
-	classes storagelisters.StorageClassLister
-	synced  []cache.InformerSynced
-	queue   workqueue.TypedRateLimitingInterface[string]
+	claims      corelisters.PersistentVolumeClaimLister
+	volumes     corelisters.PersistentVolumeLister
+	classes     storagelisters.StorageClassLister
+	snapshots   snaplisters.VolumeSnapshotLister
+	contents    snaplisters.VolumeSnapshotContentLister
+	snapClasses snaplisters.VolumeSnapshotClassLister
+	synced      []cache.InformerSynced
+	queue       workqueue.TypedRateLimitingInterface[string]
 }
 
-func newProvisioner(client kubernetes.Interface, factory informers.SharedInformerFactory, name, node, diskDir string, loop loopDevices) *provisioner {
+// clients are the API clients and informer factories of a provisioner.
+type clients struct {
+	core         kubernetes.Interface
+	snaps        snapclient.Interface
+	factory      informers.SharedInformerFactory
+	snapFactory  snapinformers.SharedInformerFactory
+	eventsSource string
+}
+
+func newProvisioner(cl clients, name, node, diskDir string, loop loopDevices, images imageOps) *provisioner {
+	client, factory := cl.core, cl.factory
 	claims := factory.Core().V1().PersistentVolumeClaims()
 	volumes := factory.Core().V1().PersistentVolumes()
 	classes := factory.Storage().V1().StorageClasses()
 	p := &provisioner{
-		client: client, name: name, node: node, diskDir: diskDir, loop: loop,
-		claims:  claims.Lister(),
-		volumes: volumes.Lister(),
-		classes: classes.Lister(),
-		synced:  []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced, classes.Informer().HasSynced},
+		client: client, snaps: cl.snaps, name: name, node: node, diskDir: diskDir, loop: loop, images: images,
+		recorder: newRecorder(client, cl.eventsSource),
+		claims:   claims.Lister(),
+		volumes:  volumes.Lister(),
+		classes:  classes.Lister(),
+		synced:   []cache.InformerSynced{claims.Informer().HasSynced, volumes.Informer().HasSynced, classes.Informer().HasSynced},
 		queue: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[string](200*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[string]{Name: "loop-provisioner"}),
@@ -104,6 +125,7 @@ func newProvisioner(client kubernetes.Interface, factory informers.SharedInforme
 			}
 		},
 	})
+	p.watchSnapshots(cl.snapFactory)
 	return p
 }
 
@@ -133,6 +155,11 @@ func (p *provisioner) processNext(ctx context.Context) bool {
 		err = p.syncClaim(ctx, ns, name)
 	} else if name, ok := strings.CutPrefix(key, "volume/"); ok {
 		err = p.syncVolume(ctx, name)
+	} else if rest, ok := strings.CutPrefix(key, "snapshot/"); ok {
+		ns, name, _ := strings.Cut(rest, "/")
+		err = p.syncSnapshot(ctx, ns, name)
+	} else if name, ok := strings.CutPrefix(key, "content/"); ok {
+		err = p.syncContent(ctx, name)
 	}
 	if err != nil {
 		klog.Errorf("%s: %v (retrying)", key, err)
@@ -214,14 +241,69 @@ func (p *provisioner) provision(ctx context.Context, c *corev1.PersistentVolumeC
 	req := c.Spec.Resources.Requests[corev1.ResourceStorage]
 	size := roundSize(req.Value())
 	file := filepath.Join(p.diskDir, pvName+".img")
-	if err := ensureFile(file, size); err != nil {
+	dev, ok, err := p.makeVolume(c, file, size)
+	if !ok || err != nil {
 		return err
 	}
-	dev, err := p.loop.Attach(file)
+	pv := newVolume(c, sc, pvName, node, file, dev, size)
+	pv.Annotations[annProvisionedBy] = p.name
+	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		p.discard(dev, file)
+		return fmt.Errorf("create volume %s: %w", pvName, err)
+	}
+	klog.Infof("provisioned %s for %s/%s: %s on %s (%d MiB)", pvName, c.Namespace, c.Name, file, dev, size>>20)
+	return nil
+}
+
+// makeVolume makes the backing file of claim c, empty or a copy of the snapshot it restores
+// from, and attaches it. ok is false when the claim waits for its snapshot or cannot be restored.
+func (p *provisioner) makeVolume(c *corev1.PersistentVolumeClaim, file string, size int64) (dev string, ok bool, err error) {
+	src := snapshotSource(c)
+	if src == "" {
+		if err := ensureFile(file, size); err != nil {
+			return "", false, err
+		}
+		dev, err := p.loop.Attach(file)
+		if err != nil {
+			_ = os.Remove(file)
+			return "", false, err
+		}
+		return dev, true, nil
+	}
+	// Made by an earlier pass whose volume the informer has not shown yet (a failed pass
+	// detaches and removes what it made): copying again would replace the file under its device.
+	if dev, err := p.loop.Find(file); err != nil || dev != "" {
+		return dev, err == nil, err
+	}
+	image, srcSize, ok := p.restoreSource(c, src, size)
+	if !ok {
+		return "", false, nil
+	}
+	start := time.Now()
+	dev, err = p.restoreImage(image, file, srcSize, size, func() (string, error) { return p.loop.Attach(file) })
 	if err != nil {
-		_ = os.Remove(file)
-		return err
+		p.recorder.Eventf(c, corev1.EventTypeWarning, reasonRestoreFailed, "restoring snapshot %s: %v", src, err)
+		p.discard(dev, file)
+		return "", false, err
 	}
+	klog.Infof("%s/%s: restored snapshot %s (%d MiB) into %d MiB in %s", c.Namespace, c.Name, src, srcSize>>20, size>>20,
+		time.Since(start).Round(time.Millisecond))
+	return dev, true, nil
+}
+
+// discard detaches dev (when attached) and removes file, after a failed provisioning.
+func (p *provisioner) discard(dev, file string) {
+	if dev != "" {
+		_ = p.loop.Detach(dev)
+	}
+	_ = os.Remove(file)
+}
+
+// newVolume is the local volume of claim c on node: the loop device dev over file, size bytes.
+func newVolume(c *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass, pvName, node, file, dev string, size int64) *corev1.PersistentVolume {
 	reclaim := corev1.PersistentVolumeReclaimDelete
 	if sc.ReclaimPolicy != nil {
 		reclaim = *sc.ReclaimPolicy
@@ -235,10 +317,10 @@ func (p *provisioner) provision(ctx context.Context, c *corev1.PersistentVolumeC
 		fs := fsType
 		local.FSType = &fs
 	}
-	pv := &corev1.PersistentVolume{
+	return &corev1.PersistentVolume{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:        pvName,
-			Annotations: map[string]string{annProvisionedBy: p.name, annBackingFile: file},
+			Annotations: map[string]string{annBackingFile: file},
 		},
 		Spec: corev1.PersistentVolumeSpec{
 			Capacity:                      corev1.ResourceList{corev1.ResourceStorage: *resource.NewQuantity(size, resource.BinarySI)},
@@ -259,16 +341,6 @@ func (p *provisioner) provision(ctx context.Context, c *corev1.PersistentVolumeC
 			}},
 		},
 	}
-	if _, err := p.client.CoreV1().PersistentVolumes().Create(ctx, pv, metav1.CreateOptions{}); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil
-		}
-		_ = p.loop.Detach(dev)
-		_ = os.Remove(file)
-		return fmt.Errorf("create volume %s: %w", pvName, err)
-	}
-	klog.Infof("provisioned %s for %s/%s: %s on %s (%d MiB)", pvName, c.Namespace, c.Name, file, dev, size>>20)
-	return nil
 }
 
 func (p *provisioner) expand(ctx context.Context, c *corev1.PersistentVolumeClaim, sc *storagev1.StorageClass) error {

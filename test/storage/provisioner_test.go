@@ -12,7 +12,6 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -81,11 +80,11 @@ func TestProvisionExpandDelete(t *testing.T) {
 		Status: corev1.PersistentVolumeClaimStatus{Phase: corev1.ClaimPending},
 	}
 	client := fake.NewClientset(sc, pvc)
-	factory := informers.NewSharedInformerFactory(client, 0)
+	cl := fakeClients(client)
 	dir := t.TempDir()
 	loop := &fakeLoop{devs: map[string]string{}}
-	p := newProvisioner(client, factory, "test/loop", "node1", dir, loop)
-	factory.Start(ctx.Done())
+	p := newProvisioner(cl, "test/loop", "node1", dir, loop, copyImages{})
+	cl.start(ctx)
 	go p.Run(ctx)
 
 	waitFor := func(what string, cond func() bool) {
