@@ -180,9 +180,14 @@ func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.Sav
 		rep.Status.ReadyToUse = true
 		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotReady,
 			fmt.Sprintf("VolumeSnapshot %s of claim %s is ready to use (restore size %s)", vs.Name, claim, size))
-	case st != nil && st.Error != nil:
+	case st != nil && st.Error != nil && st.BoundVolumeSnapshotContentName != nil:
 		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotFailed,
 			fmt.Sprintf("VolumeSnapshot %s of claim %s failed: %s", vs.Name, claim, ptr.Deref(st.Error.Message, "no message")))
+	case st != nil && st.Error != nil:
+		// Before its content is bound, an error is the snapshot-controller's, which retries
+		// (a driver that serves its contents itself binds them after the first try).
+		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotPending,
+			fmt.Sprintf("VolumeSnapshot %s of claim %s has no content yet; the snapshot-controller retries after: %s", vs.Name, claim, ptr.Deref(st.Error.Message, "no message")))
 	}
 	return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotPending,
 		fmt.Sprintf("VolumeSnapshot %s of claim %s is being taken: waiting for the snapshot-controller and the CSI driver to make it ready to use", vs.Name, claim))

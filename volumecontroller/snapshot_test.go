@@ -173,6 +173,17 @@ var _ = Describe("snapshots for a backup", func() {
 
 		setSnapshotStatus(ctx, ns, "weekly-0", func(s *snapshotv1.VolumeSnapshotStatus) {
 			s.ReadyToUse = ptr.To(false)
+			s.Error = &snapshotv1.VolumeSnapshotError{Message: ptr.To("cannot find CSI PersistentVolumeSource")}
+		})
+		Eventually(func() string {
+			if c := status.Get(getNode(ctx, node).Status.Conditions, valkeyv1.ConditionSnapshotReady); c != nil {
+				return c.Message
+			}
+			return ""
+		}).Should(ContainSubstring("the snapshot-controller retries after: cannot find CSI"), "an error before the content is bound is retried")
+		Expect(condition(ctx, node, valkeyv1.ConditionSnapshotReady)()).To(Equal("False/SnapshotPending"))
+		setSnapshotStatus(ctx, ns, "weekly-0", func(s *snapshotv1.VolumeSnapshotStatus) {
+			s.BoundVolumeSnapshotContentName = ptr.To("snapcontent-weekly-0")
 			s.Error = &snapshotv1.VolumeSnapshotError{Message: ptr.To("driver: out of snapshot quota")}
 		})
 		Eventually(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("False/SnapshotFailed"))

@@ -2,9 +2,7 @@ package volumecontroller_test
 
 import (
 	"context"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -79,17 +77,11 @@ var _ = AfterSuite(func() {
 	}
 })
 
-// snapshotCRDs are the VolumeSnapshot, VolumeSnapshotContent and VolumeSnapshotClass
-// CRDs of the external-snapshotter client module the controller is built with.
+// snapshotCRDs are the VolumeSnapshot, VolumeSnapshotContent and VolumeSnapshotClass CRDs
+// of the pinned external-snapshotter (test/crds/snapshot, checked by make
+// verify-snapshot-crds), as the local cluster installs them.
 func snapshotCRDs() []string {
-	out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/kubernetes-csi/external-snapshotter/client/v8").Output()
-	Expect(err).NotTo(HaveOccurred(), "locate the external-snapshotter client module")
-	dir := filepath.Join(strings.TrimSpace(string(out)), "config", "crd")
-	var paths []string
-	for _, r := range []string{"volumesnapshotclasses", "volumesnapshotcontents", "volumesnapshots"} {
-		paths = append(paths, filepath.Join(dir, "snapshot.storage.k8s.io_"+r+".yaml"))
-	}
-	return paths
+	return []string{filepath.Join("..", "test", "crds", "snapshot")}
 }
 
 // snapshotClient is a client of the test API server that also knows the VolumeSnapshot API.
