@@ -19,8 +19,8 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// formPersistentCluster is formCluster with spec.persistence.
-func formPersistentCluster(ns, name string, shards, replicas int32) (*fakeWorkload, string) {
+// formPersistentCluster is formCluster with spec.persistence (and the append-only file).
+func formPersistentCluster(ns, name string, shards, replicas int32, aof bool) (*fakeWorkload, string) {
 	f := startFakeWorkload(ns)
 	DeferCleanup(f.stop)
 	u := &unstructured.Unstructured{Object: map[string]any{
@@ -28,7 +28,7 @@ func formPersistentCluster(ns, name string, shards, replicas int32) (*fakeWorklo
 		"kind":       "ValkeyCluster",
 		"metadata":   map[string]any{"name": name, "namespace": ns},
 		"spec": map[string]any{"shards": int64(shards), "replicas": int64(replicas),
-			"persistence": map[string]any{"size": "1Gi"}},
+			"persistence": map[string]any{"size": "1Gi", "aof": map[string]any{"enabled": aof}}},
 	}}
 	ExpectWithOffset(1, k8s.Create(context.Background(), u)).To(Succeed())
 	pw := clusterPassword(ns, name)
@@ -162,7 +162,7 @@ var _ = Describe("Backups", func() {
 
 	It("saves every shard on an in-sync replica while writes go on, then completes once the snapshots are ready", func() {
 		ns := newNamespace()
-		f, pw := formPersistentCluster(ns, "bk", 2, 1)
+		f, pw := formPersistentCluster(ns, "bk", 2, 1, false)
 		writeKeys(f, pw, 500)
 		w := startWriter(f, pw)
 		Eventually(w.acked.Load, 10*time.Second).Should(BeNumerically(">", 100))
@@ -174,10 +174,12 @@ var _ = Describe("Backups", func() {
 			offsets[n.Name] = infoInt(addr, pw, "replication", "master_repl_offset")
 			lastSaves[n.Name] = infoInt(addr, pw, "persistence", "rdb_last_save_time")
 		}
+		start := time.Now()
 		newBackup(ns, "b1", "bk")
 
 		By("each shard's replica carries the saved point, at or past its primary's offset before the backup")
 		Eventually(backupState(ns, "b1"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		saved := time.Since(start)
 		b := getBackup(ns, "b1")
 		Expect(b.Status.ShardCount).To(Equal(int32(2)))
 		Expect(b.Status.Shards).To(HaveLen(2))
@@ -214,6 +216,8 @@ var _ = Describe("Backups", func() {
 		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 
 		w.halt()
+		GinkgoWriter.Printf("backup figures: every shard saved %v after the backup was created; %d writes acknowledged, %d refused\n", saved, w.acked.Load(), w.failed.Load())
+		AddReportEntry("backup", fmt.Sprintf("saved in %v; writes acknowledged %d, refused %d", saved, w.acked.Load(), w.failed.Load()))
 		Expect(w.failed.Load()).To(BeZero(), "no write refused during the backup")
 		Expect(checkHealthy(f, pw, 2, 1)).To(Succeed())
 		Expect(clusterReady(ns, "bk")()).To(Succeed())
@@ -221,7 +225,7 @@ var _ = Describe("Backups", func() {
 
 	It("waits while the cluster is busy and behind an older backup, and fails on a failed snapshot", func() {
 		ns := newNamespace()
-		f, _ := formPersistentCluster(ns, "busy", 1, 1)
+		f, pw := formPersistentCluster(ns, "busy", 1, 1, true)
 		replica := valkeyv1.NodeName("busy", 0, 1)
 		if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
 			replica = valkeyv1.NodeName("busy", 0, 0)
@@ -239,10 +243,12 @@ var _ = Describe("Backups", func() {
 		Expect(backupMessage(ns, "second")).To(ContainSubstring("first"))
 		Consistently(backupState(ns, "first"), 2*time.Second).Should(Equal("Pending/ClusterBusy"))
 
-		By("the node is ready again: the first backup saves the replica")
+		By("the node is ready again: the first backup saves the replica, and rewrites its append-only file")
+		rewrites := infoInt(f.server(replica).Addr(), pw, "persistence", "aof_rewrites")
 		f.hold(false, replica)
 		Eventually(backupState(ns, "first"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
 		Expect(getBackup(ns, "first").Status.Shards[0].Node).To(Equal(replica))
+		Expect(infoInt(f.server(replica).Addr(), pw, "persistence", "aof_rewrites")).To(BeNumerically(">", rewrites))
 		Expect(savedPointOf(ns, replica)).NotTo(BeNil())
 		Expect(backupState(ns, "second")()).To(Equal("Pending/WaitingForBackup"))
 
