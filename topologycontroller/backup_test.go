@@ -272,6 +272,12 @@ var _ = Describe("Backups", func() {
 		Eventually(backupState(ns, "second"), 20*time.Second).Should(Equal("Completed/Completed"))
 		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 		Expect(backupState(ns, "first")()).To(Equal("Failed/SnapshotFailed"))
+
+		By("a backup deleted while its snapshot is taken: its saved point goes")
+		newBackup(ns, "third", "busy")
+		Eventually(func() *valkeyv1.SavedPoint { return savedPointOf(ns, replica) }, 60*time.Second).ShouldNot(BeNil())
+		Expect(k8s.Delete(context.Background(), getBackup(ns, "third"))).To(Succeed())
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 	})
 
 	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {
