@@ -78,7 +78,7 @@ func aloneShare(n *valkeyv1.ValkeyNode) status.TopologyShare {
 	if !n.DeletionTimestamp.IsZero() {
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonNotInCluster, "the node belongs to no cluster: nothing to drain"))
 	}
-	return status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}
+	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}, nil)
 }
 
 // orphanShare is the status of a node being deleted whose cluster is gone or going.
@@ -88,7 +88,7 @@ func orphanShare(n *valkeyv1.ValkeyNode, why string) status.TopologyShare {
 		conds = append(conds, *joined)
 	}
 	conds = append(conds, status.Condition(valkeyv1.ConditionDrained, true, valkeyv1.ReasonClusterDeleting, why))
-	return status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}
+	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: n.Status.Topology}, nil) // no backup saves a node outside a cluster
 }
 
 // nodesOfCluster maps a ValkeyCluster event to its nodes (its deletion opens their drain).

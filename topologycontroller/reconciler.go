@@ -34,6 +34,8 @@ type Reconciler struct {
 	failovers *failoverTries
 	// aclForms are the forms servers list users in (see applyUsers).
 	aclForms aclForms
+	// saves are the BGSAVEs of backups under way (see backupsave.go).
+	saves *saveBook
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -114,6 +116,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.requeue = time.Second
 	}
 	r.lookAgainWhileConverging(st)
+	r.backups(ctx, st)
 	st.recheckUsers()
 	r.noteStalls(st)
 	if err := r.applyStatus(ctx, st); err != nil {

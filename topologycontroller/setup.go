@@ -200,6 +200,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
 		failovers: newFailoverTries(),
+		saves:     newSaveBook(),
 	}
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
@@ -216,6 +217,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		Owns(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
+		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(clusterOfBackup), builder.WithPredicates(backupAddedOrGone())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(shards.guardClusters(opts.wrap("topology", r))); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)
@@ -232,7 +234,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Complete(shards.guardNodes(opts.wrap("topology-outside-cluster", nr))); err != nil {
 		return fmt.Errorf("set up ValkeyNode controller: %w", err)
 	}
-	return nil
+	return setupBackups(mgr, r, shards)
 }
 
 // wrap applies the Middleware to r.
@@ -245,12 +247,13 @@ func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler 
 
 // nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and
 // deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
-// reads (see workloadGateChanged), and a new pod IP.
+// reads (see workloadGateChanged), SnapshotReady (a backup waits for it), and a new pod IP.
 func nodeChanged() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		status.DeletionChanged(),
 		status.ConditionChanged(valkeyv1.ConditionRollPending),
+		status.ConditionChanged(valkeyv1.ConditionSnapshotReady),
 		workloadGateChanged(),
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)

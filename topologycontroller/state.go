@@ -47,6 +47,9 @@ type clusterState struct {
 	tlsReady *metav1.Condition
 	// usersApplied is the cluster's UsersApplied (nil without spec.users).
 	usersApplied *metav1.Condition
+	// savedPoints are the saved points the nodes carry for the backup under way, by node
+	// name (see backups).
+	savedPoints map[string]*valkeyv1.SavedPoint
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

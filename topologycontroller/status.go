@@ -94,14 +94,14 @@ func (r *Reconciler) applyRollOnly(ctx context.Context, st *clusterState, n *val
 }
 
 // nodeShare is the topology controller's status of n: ClusterJoined, RollApproved, Drained
-// while n is deleted, and status.topology.
+// while n is deleted, status.topology, and a backup's saved point while it needs it.
 func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.TopologyShare {
 	conds := []metav1.Condition{st.out[n.Name].joined, rollApproval(st, n)}
 	if !n.DeletionTimestamp.IsZero() {
 		ok, reason, msg := drainedStatus(st, n)
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, ok, reason, msg))
 	}
-	return status.TopologyShare{Conditions: conds, Topology: st.out[n.Name].topo}
+	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.out[n.Name].topo}, st.savedPoints[n.Name])
 }
 
 // rollApproval is n's RollApproved: as decided this round; else an approval written before

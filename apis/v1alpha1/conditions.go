@@ -12,7 +12,7 @@ const (
 var (
 	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
-	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
 	// the spec is set (spec.tls, spec.users).

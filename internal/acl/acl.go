@@ -17,13 +17,14 @@ import (
 // (MIGRATE moves any key). Write commands and MULTI/EXEC: Valkey 9's atomic slot migration
 // replays the moved keys on the target as the user the target authenticated with (its
 // masteruser). ACL itself is granted: the operator applies the users. No read command and
-// no channel is granted.
+// no channel is granted. BGSAVE and BGREWRITEAOF: a backup saves one node per shard.
 var OperatorRules = []string{
 	"~*", "resetchannels", "-@all",
 	"+ping", "+info", "+cluster", "+asking", "+readonly", "+select",
 	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+flushall", "+wait",
 	"+config|get", "+config|set", "+client|pause", "+client|unpause", "+client|setname",
 	"+acl", "+psync", "+replconf", "+sync", "+auth", "+hello", "+@write", "+multi", "+exec",
+	"+bgsave", "+bgrewriteaof",
 }
 
 // DefaultRules are the default user's permissions when it is kept without spec.users: all,

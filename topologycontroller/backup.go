@@ -1,0 +1,176 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// A cluster's backups run from its reconcile, which knows its members, their roles and
+// offsets, and whether the cluster is busy: one backup at a time, the oldest first. A
+// backup's progress is written on the ValkeyBackup itself (status.shards holds each shard
+// once its point is saved), so the saved points the nodes carry (see savedPoints) follow
+// from the backups as read; only the BGSAVEs in flight are kept in memory (saveBook), and a
+// restarted controller saves those shards again.
+
+// backups advances the oldest unfinished backup of the cluster, tells the others that they
+// wait, and sets the saved points the nodes' status carries.
+func (r *Reconciler) backups(ctx context.Context, st *clusterState) {
+	list, err := r.clusterBackups(ctx, st.cluster)
+	if err != nil {
+		log.FromContext(ctx).Info("list the cluster's backups; retrying", "error", err.Error())
+		st.lookAgain(time.Second)
+		return
+	}
+	r.saves.keepOnly(st.cluster.UID, list)
+	var active *valkeyv1.ValkeyBackup
+	for _, b := range list {
+		if backupFinished(b) || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.cluster.UID) {
+			continue // a backup of a deleted cluster of this name: see backupReconciler
+		}
+		if err := r.backupStep(ctx, st, b, active); err != nil {
+			log.FromContext(ctx).Info("backup step failed; retrying", "backup", b.Name, "error", err.Error())
+			st.lookAgain(time.Second)
+		}
+		if active == nil && !backupFinished(b) {
+			active = b
+		}
+	}
+	st.savedPoints = savedPoints(st.cluster, active)
+}
+
+// backupStep handles one unfinished backup: it waits behind active (an older backup), or
+// is refused, or advances.
+func (r *Reconciler) backupStep(ctx context.Context, st *clusterState, b, active *valkeyv1.ValkeyBackup) error {
+	switch {
+	case st.cluster.Spec.Persistence == nil:
+		r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonPersistenceRequired, "Refuse",
+			"the ValkeyCluster %s has no persistence: there is no volume to snapshot. Add spec.persistence to the cluster (its nodes roll onto claims), then create a new backup", st.cluster.Name)
+		return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonPersistenceRequired,
+			fmt.Sprintf("the ValkeyCluster %s has no persistence: add spec.persistence, then create a new backup", st.cluster.Name)))
+	case active != nil:
+		return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonWaitingForBackup,
+			fmt.Sprintf("waiting for the backup %s of the same cluster to finish", active.Name)))
+	}
+	if b.Status.Phase == "" || b.Status.Phase == valkeyv1.BackupPending {
+		if busy := clusterBusy(st); busy != "" {
+			st.lookAgain(2 * short)
+			return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonClusterBusy, "waiting for the cluster to settle: "+busy))
+		}
+		if err := r.setBackup(ctx, b, backupStarted(st.cluster)); err != nil {
+			return err
+		}
+	}
+	return r.advanceBackup(ctx, st, b)
+}
+
+// advanceBackup saves the shards not saved yet, then completes or fails the backup on
+// what the saved nodes' SnapshotReady says.
+func (r *Reconciler) advanceBackup(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+	if b.Status.Phase == valkeyv1.BackupSaving {
+		if err := r.saveShards(ctx, st, b); err != nil {
+			return err
+		}
+	}
+	if backupFinished(b) {
+		return nil
+	}
+	return r.checkSnapshots(ctx, st, b)
+}
+
+// clusterBackups lists the cluster's ValkeyBackups, oldest first.
+func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*valkeyv1.ValkeyBackup, error) {
+	var list valkeyv1.ValkeyBackupList
+	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFields{backupClusterField: vc.Name}); err != nil {
+		return nil, err
+	}
+	out := make([]*valkeyv1.ValkeyBackup, 0, len(list.Items))
+	for i := range list.Items {
+		if list.Items[i].DeletionTimestamp.IsZero() {
+			out = append(out, &list.Items[i])
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i].CreationTimestamp, out[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return a.Before(&b)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
+}
+
+// backupFinished tells whether b is Completed or Failed.
+func backupFinished(b *valkeyv1.ValkeyBackup) bool {
+	return b.Status.Phase == valkeyv1.BackupCompleted || b.Status.Phase == valkeyv1.BackupFailed
+}
+
+// savedPoints are the saved points of the backup under way, by node name: one per shard
+// saved so far, while the backup still needs them (it is Saving or Snapshotting). They go
+// when it completes, fails or is deleted.
+func savedPoints(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) map[string]*valkeyv1.SavedPoint {
+	if b == nil || (b.Status.Phase != valkeyv1.BackupSaving && b.Status.Phase != valkeyv1.BackupSnapshotting) || b.Status.ClusterUID != vc.UID {
+		return nil
+	}
+	out := map[string]*valkeyv1.SavedPoint{}
+	for _, s := range b.Status.Shards {
+		sp := &valkeyv1.SavedPoint{Backup: b.Name, BackupUID: b.UID, Offset: s.Offset}
+		if s.SavedAt != nil {
+			sp.SavedAt = *s.SavedAt
+		}
+		if b.Spec.VolumeSnapshotClassName != nil {
+			sp.VolumeSnapshotClassName = *b.Spec.VolumeSnapshotClassName
+		}
+		out[s.Node] = sp
+	}
+	return out
+}
+
+// backupUIDs are the UIDs of backups.
+func backupUIDs(list []*valkeyv1.ValkeyBackup) map[types.UID]bool {
+	out := map[types.UID]bool{}
+	for _, b := range list {
+		if !backupFinished(b) {
+			out[b.UID] = true
+		}
+	}
+	return out
+}
+
+// lookAgain asks to reconcile again within d without reporting work in progress on the
+// cluster: a backup is not a change of the cluster (its Progressing stays as it is).
+func (st *clusterState) lookAgain(d time.Duration) {
+	if st.requeue == 0 || d < st.requeue {
+		st.requeue = d
+	}
+}
+
+// withSavedPoint adds sp to a node's topology share (BackupPointSaved and
+// status.topology.savedPoint), or removes any saved point when sp is nil.
+func withSavedPoint(share status.TopologyShare, sp *valkeyv1.SavedPoint) status.TopologyShare {
+	topo := share.Topology
+	switch {
+	case sp != nil && topo == nil:
+		topo = &valkeyv1.TopologyStatus{}
+	case sp == nil && (topo == nil || topo.SavedPoint == nil):
+		return share
+	default:
+		topo = topo.DeepCopy()
+	}
+	topo.SavedPoint = sp
+	share.Topology = topo
+	if sp != nil {
+		share.Conditions = append(share.Conditions, status.Condition(valkeyv1.ConditionBackupPointSaved, true, valkeyv1.ReasonSaved,
+			fmt.Sprintf("BGSAVE finished at offset %d: the backup %s may snapshot this node's claim", sp.Offset, sp.Backup)))
+	}
+	return share
+}

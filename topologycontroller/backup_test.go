@@ -1,0 +1,303 @@
+package topologycontroller_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// formPersistentCluster is formCluster with spec.persistence (and the append-only file).
+func formPersistentCluster(ns, name string, shards, replicas int32, aof bool) (*fakeWorkload, string) {
+	f := startFakeWorkload(ns)
+	DeferCleanup(f.stop)
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": valkeyv1.GroupVersion.String(),
+		"kind":       "ValkeyCluster",
+		"metadata":   map[string]any{"name": name, "namespace": ns},
+		"spec": map[string]any{"shards": int64(shards), "replicas": int64(replicas),
+			"persistence": map[string]any{"size": "1Gi", "aof": map[string]any{"enabled": aof}}},
+	}}
+	ExpectWithOffset(1, k8s.Create(context.Background(), u)).To(Succeed())
+	pw := clusterPassword(ns, name)
+	EventuallyWithOffset(1, clusterReady(ns, name), formTimeout).Should(Succeed())
+	EventuallyWithOffset(1, func() error { return checkHealthy(f, pw, int(shards), int(replicas)) }, 30*time.Second).Should(Succeed())
+	return f, pw
+}
+
+func newBackup(ns, name, cluster string) {
+	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: valkeyv1.ValkeyBackupSpec{ClusterName: cluster}}
+	ExpectWithOffset(1, k8s.Create(context.Background(), b)).To(Succeed())
+}
+
+func getBackup(ns, name string) *valkeyv1.ValkeyBackup {
+	var b valkeyv1.ValkeyBackup
+	ExpectWithOffset(1, k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &b)).To(Succeed())
+	return &b
+}
+
+// backupState is "<phase>/<Ready reason>" of a backup.
+func backupState(ns, name string) func() string {
+	return func() string {
+		b := getBackup(ns, name)
+		c := status.Get(b.Status.Conditions, valkeyv1.ConditionReady)
+		if c == nil {
+			return string(b.Status.Phase) + "/"
+		}
+		return string(b.Status.Phase) + "/" + c.Reason
+	}
+}
+
+func backupMessage(ns, name string) string {
+	c := status.Get(getBackup(ns, name).Status.Conditions, valkeyv1.ConditionReady)
+	if c == nil {
+		return ""
+	}
+	return c.Message
+}
+
+// reportSnapshot plays the volume controller: SnapshotReady and status.volume.snapshot of
+// a node, with the volume field manager.
+func reportSnapshot(ns, node string, cond metav1.Condition, snap *valkeyv1.SnapshotStatus) {
+	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}
+	ExpectWithOffset(1, a.ApplyNode(context.Background(), getNode(ns, node), status.VolumeShare{
+		Conditions: []metav1.Condition{cond}, Volume: &valkeyv1.VolumeStatus{Snapshot: snap},
+	})).To(Succeed())
+}
+
+// snapshotReady reports the node's snapshot for the backup ready to use.
+func snapshotReady(ns, node, backup string, shard int32) {
+	reportSnapshot(ns, node, status.Condition(valkeyv1.ConditionSnapshotReady, true, valkeyv1.ReasonSnapshotReady, ""),
+		&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName(backup, shard), Backup: backup, ReadyToUse: true, RestoreSize: "1Gi"})
+}
+
+// savedPointOf is the node's saved point while BackupPointSaved is True (nil otherwise).
+func savedPointOf(ns, node string) *valkeyv1.SavedPoint {
+	n := getNode(ns, node)
+	if n.Status.Topology == nil || !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionBackupPointSaved) {
+		return nil
+	}
+	return n.Status.Topology.SavedPoint
+}
+
+// noSavedPoints fails while a node of ns carries a saved point or BackupPointSaved.
+func noSavedPoints(ns string) error {
+	for _, n := range listNodes(ns) {
+		if (n.Status.Topology != nil && n.Status.Topology.SavedPoint != nil) || status.Get(n.Status.Conditions, valkeyv1.ConditionBackupPointSaved) != nil {
+			return fmt.Errorf("%s still carries a saved point", n.Name)
+		}
+	}
+	return nil
+}
+
+// infoInt reads one INFO field of a server as a number.
+func infoInt(addr, pw, section, key string) int64 {
+	out, err := cmd(addr, pw, "INFO", section)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	v, err := strconv.ParseInt(parseInfoField(out, key), 10, 64)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), key)
+	return v
+}
+
+func parseInfoField(out, key string) string {
+	for _, l := range strings.Split(out, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(l), key+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// writer writes keys through the cluster until stopped, counting the writes acknowledged
+// and those refused.
+type writer struct {
+	acked, failed atomic.Int64
+	stop          chan struct{}
+	wg            sync.WaitGroup
+}
+
+func startWriter(f *fakeWorkload, pw string) *writer {
+	w := &writer{stop: make(chan struct{})}
+	c := clusterClient(f, pw)
+	w.wg.Add(1)
+	go func() {
+		defer GinkgoRecover()
+		defer w.wg.Done()
+		defer c.Close()
+		for i := 0; ; i++ {
+			select {
+			case <-w.stop:
+				return
+			default:
+			}
+			if err := c.Do(context.Background(), c.B().Set().Key("w:"+strconv.Itoa(i)).Value("x").Build()).Error(); err != nil {
+				w.failed.Add(1)
+			} else {
+				w.acked.Add(1)
+			}
+		}
+	}()
+	return w
+}
+
+func (w *writer) halt() {
+	close(w.stop)
+	w.wg.Wait()
+}
+
+var _ = Describe("Backups", func() {
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+
+	It("saves every shard on an in-sync replica while writes go on, then completes once the snapshots are ready", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "bk", 2, 1, false)
+		writeKeys(f, pw, 500)
+		w := startWriter(f, pw)
+		Eventually(w.acked.Load, 10*time.Second).Should(BeNumerically(">", 100))
+
+		By("noting each server's offset and LASTSAVE before the backup")
+		offsets, lastSaves := map[string]int64{}, map[string]int64{}
+		for _, n := range listNodes(ns) {
+			addr := f.server(n.Name).Addr()
+			offsets[n.Name] = infoInt(addr, pw, "replication", "master_repl_offset")
+			lastSaves[n.Name] = infoInt(addr, pw, "persistence", "rdb_last_save_time")
+		}
+		start := time.Now()
+		newBackup(ns, "b1", "bk")
+
+		By("each shard's replica carries the saved point, at or past its primary's offset before the backup")
+		Eventually(backupState(ns, "b1"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		saved := time.Since(start)
+		b := getBackup(ns, "b1")
+		Expect(b.Status.ShardCount).To(Equal(int32(2)))
+		Expect(b.Status.Shards).To(HaveLen(2))
+		for _, e := range b.Status.Shards {
+			n := getNode(ns, e.Node)
+			Expect(n.Status.Topology.Role).To(Equal(valkeyv1.RoleReplica), "shard %d saved on %s", e.Shard, e.Node)
+			primary := valkeyv1.NodeName("bk", e.Shard, 1-e.ReplicaIndex)
+			Expect(e.Offset).To(BeNumerically(">=", offsets[primary]))
+			sp := savedPointOf(ns, e.Node)
+			Expect(sp).NotTo(BeNil(), e.Node)
+			Expect(sp.Backup).To(Equal("b1"))
+			Expect(sp.BackupUID).To(Equal(b.UID))
+			Expect(sp.Offset).To(Equal(e.Offset))
+			Expect(e.NodeID).To(Equal(n.Status.Topology.NodeID))
+			Expect(infoInt(f.server(e.Node).Addr(), pw, "persistence", "rdb_last_save_time")).To(BeNumerically(">", lastSaves[e.Node]), "LASTSAVE of the replica saved")
+			Expect(infoInt(f.server(primary).Addr(), pw, "persistence", "rdb_last_save_time")).To(Equal(lastSaves[primary]), "LASTSAVE of the primary")
+			Expect(savedPointOf(ns, primary)).To(BeNil())
+		}
+		Eventually(func() int { return eventCount(ns, valkeyv1.EventPointSaved) }, 10*time.Second).Should(Equal(2))
+
+		By("the volume controller reports both snapshots ready")
+		for _, e := range b.Status.Shards {
+			snapshotReady(ns, e.Node, "b1", e.Shard)
+		}
+		Eventually(backupState(ns, "b1"), 30*time.Second).Should(Equal("Completed/Completed"))
+		b = getBackup(ns, "b1")
+		Expect(b.Status.CompletedAt).NotTo(BeNil())
+		for _, e := range b.Status.Shards {
+			Expect(e.SnapshotName).To(Equal(valkeyv1.SnapshotName("b1", e.Shard)))
+			Expect(e.Size).To(Equal("1Gi"))
+			Expect(e.SavedAt).NotTo(BeNil())
+		}
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventBackupCompleted) }, 10*time.Second).Should(Equal(1))
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
+
+		w.halt()
+		GinkgoWriter.Printf("backup figures: every shard saved %v after the backup was created; %d writes acknowledged, %d refused\n", saved, w.acked.Load(), w.failed.Load())
+		AddReportEntry("backup", fmt.Sprintf("saved in %v; writes acknowledged %d, refused %d", saved, w.acked.Load(), w.failed.Load()))
+		Expect(w.failed.Load()).To(BeZero(), "no write refused during the backup")
+		Expect(checkHealthy(f, pw, 2, 1)).To(Succeed())
+		Expect(clusterReady(ns, "bk")()).To(Succeed())
+	})
+
+	It("waits while the cluster is busy and behind an older backup, and fails on a failed snapshot", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "busy", 1, 1, true)
+		replica := valkeyv1.NodeName("busy", 0, 1)
+		if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
+			replica = valkeyv1.NodeName("busy", 0, 0)
+		}
+
+		By("a node not ready keeps the backup Pending, ClusterBusy; a second backup waits for the first")
+		f.hold(true, replica)
+		n := getNode(ns, replica)
+		Expect(f.reportPhase(context.Background(), n, false, valkeyv1.ReasonPodNotReady, podIPOf(n))).To(Succeed())
+		newBackup(ns, "first", "busy")
+		Eventually(backupState(ns, "first"), 20*time.Second).Should(Equal("Pending/ClusterBusy"))
+		Expect(backupMessage(ns, "first")).To(ContainSubstring("node " + replica + " not ready"))
+		newBackup(ns, "second", "busy")
+		Eventually(backupState(ns, "second"), 20*time.Second).Should(Equal("Pending/WaitingForBackup"))
+		Expect(backupMessage(ns, "second")).To(ContainSubstring("first"))
+		Consistently(backupState(ns, "first"), 2*time.Second).Should(Equal("Pending/ClusterBusy"))
+
+		By("the node is ready again: the first backup saves the replica, and rewrites its append-only file")
+		rewrites := infoInt(f.server(replica).Addr(), pw, "persistence", "aof_rewrites")
+		f.hold(false, replica)
+		Eventually(backupState(ns, "first"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		Expect(getBackup(ns, "first").Status.Shards[0].Node).To(Equal(replica))
+		Expect(infoInt(f.server(replica).Addr(), pw, "persistence", "aof_rewrites")).To(BeNumerically(">", rewrites))
+		Expect(savedPointOf(ns, replica)).NotTo(BeNil())
+		Expect(backupState(ns, "second")()).To(Equal("Pending/WaitingForBackup"))
+
+		By("its snapshot fails: the backup fails with the volume's reason and a Warning event")
+		reportSnapshot(ns, replica, status.Condition(valkeyv1.ConditionSnapshotReady, false, valkeyv1.ReasonSnapshotFailed, "the storage refused: out of space"),
+			&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName("first", 0), Backup: "first"})
+		Eventually(backupState(ns, "first"), 20*time.Second).Should(Equal("Failed/SnapshotFailed"))
+		Expect(backupMessage(ns, "first")).To(And(ContainSubstring("shard 0"), ContainSubstring(replica), ContainSubstring("out of space")))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonSnapshotFailed) }, 10*time.Second).Should(Equal(1))
+
+		By("the second backup goes on (the failure reported for the first is not taken for its own) and completes")
+		Eventually(backupState(ns, "second"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		Eventually(func() string {
+			if sp := savedPointOf(ns, replica); sp != nil {
+				return sp.Backup
+			}
+			return ""
+		}, 20*time.Second).Should(Equal("second"))
+		Consistently(backupState(ns, "second"), time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		snapshotReady(ns, replica, "second", 0)
+		Eventually(backupState(ns, "second"), 20*time.Second).Should(Equal("Completed/Completed"))
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
+		Expect(backupState(ns, "first")()).To(Equal("Failed/SnapshotFailed"))
+
+		By("a backup deleted while its snapshot is taken: its saved point goes")
+		newBackup(ns, "third", "busy")
+		Eventually(func() *valkeyv1.SavedPoint { return savedPointOf(ns, replica) }, 60*time.Second).ShouldNot(BeNil())
+		Expect(k8s.Delete(context.Background(), getBackup(ns, "third"))).To(Succeed())
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
+	})
+
+	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {
+		ns := newNamespace()
+		formCluster(ns, "mem", 1, 0)
+		newBackup(ns, "nothing", "mem")
+		Eventually(backupState(ns, "nothing"), 20*time.Second).Should(Equal("Failed/PersistenceRequired"))
+		Expect(backupMessage(ns, "nothing")).To(ContainSubstring("spec.persistence"))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPersistenceRequired) }, 10*time.Second).Should(Equal(1))
+		Expect(noSavedPoints(ns)).To(Succeed())
+
+		newBackup(ns, "orphan", "absent")
+		Eventually(backupState(ns, "orphan"), 20*time.Second).Should(Equal("Pending/ClusterNotFound"))
+		Expect(backupMessage(ns, "orphan")).To(ContainSubstring("absent"))
+	})
+})
+
+func podIPOf(n *valkeyv1.ValkeyNode) string {
+	if n.Status.Workload == nil {
+		return ""
+	}
+	return n.Status.Workload.PodIP
+}

@@ -1,0 +1,148 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// backupClusterField indexes ValkeyBackups by spec.clusterName.
+const backupClusterField = "spec.clusterName"
+
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch;create;delete
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups/status,verbs=get;patch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules,verbs=get;list;watch
+// +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules/status,verbs=get;patch
+
+// setupBackups indexes the ValkeyBackups by cluster and registers the controllers of
+// backups whose cluster is missing and of schedules. Backups and schedules are routed by
+// their cluster's partition key, so one replica handles a cluster and all its backups.
+func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyBackup{}, backupClusterField, func(o client.Object) []string {
+		return []string{o.(*valkeyv1.ValkeyBackup).Spec.ClusterName}
+	}); err != nil {
+		return fmt.Errorf("index ValkeyBackups by cluster: %w", err)
+	}
+	br := &backupReconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
+	bb := ctrl.NewControllerManagedBy(mgr)
+	if shards != nil {
+		bb = bb.WatchesRawSource(shards.set.Source(shards.backupsOf))
+	}
+	if err := bb.
+		Named("topology-backup").
+		For(&valkeyv1.ValkeyBackup{}).
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(br.backupsOfCluster)).
+		Complete(shards.guardByCluster(r.Options.wrap("topology-backup", br), backupKey)); err != nil {
+		return fmt.Errorf("set up ValkeyBackup controller: %w", err)
+	}
+	sr := &scheduleReconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
+	sb := ctrl.NewControllerManagedBy(mgr)
+	if shards != nil {
+		sb = sb.WatchesRawSource(shards.set.Source(shards.schedulesOf))
+	}
+	if err := sb.
+		Named("topology-backup-schedule").
+		For(&valkeyv1.ValkeyBackupSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup)).
+		Complete(shards.guardByCluster(r.Options.wrap("topology-backup-schedule", sr), scheduleKey)); err != nil {
+		return fmt.Errorf("set up ValkeyBackupSchedule controller: %w", err)
+	}
+	return nil
+}
+
+// clusterOfBackup maps a ValkeyBackup event (creation, change, deletion) to its cluster's
+// reconcile, which runs the backup.
+func clusterOfBackup(_ context.Context, o client.Object) []reconcile.Request {
+	b, ok := o.(*valkeyv1.ValkeyBackup)
+	if !ok {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}}}
+}
+
+// scheduleOfBackup maps a scheduled backup's event to its schedule (retention counts it).
+func scheduleOfBackup(_ context.Context, o client.Object) []reconcile.Request {
+	name := o.GetLabels()[valkeyv1.LabelBackupSchedule]
+	if name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
+}
+
+// backupKey is the partition key of a backup: its cluster's namespace/name.
+func backupKey(ctx context.Context, c client.Client, req reconcile.Request) (string, error) {
+	var b valkeyv1.ValkeyBackup
+	if err := c.Get(ctx, req.NamespacedName, &b); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String(), nil
+}
+
+// scheduleKey is the partition key of a schedule: its cluster's namespace/name.
+func scheduleKey(ctx context.Context, c client.Client, req reconcile.Request) (string, error) {
+	var s valkeyv1.ValkeyBackupSchedule
+	if err := c.Get(ctx, req.NamespacedName, &s); err != nil {
+		return "", client.IgnoreNotFound(err)
+	}
+	return client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterName}.String(), nil
+}
+
+// guardByCluster runs r for the objects whose cluster is in a partition held.
+func (s *partitioned) guardByCluster(r reconcile.Reconciler, key func(context.Context, client.Client, reconcile.Request) (string, error)) reconcile.Reconciler {
+	if s == nil {
+		return r
+	}
+	return s.set.Guard(r, func(ctx context.Context, req reconcile.Request) (string, error) {
+		return key(ctx, s.c, req)
+	})
+}
+
+// backupsOf lists the unfinished ValkeyBackups of partition p (enqueued when it is gained).
+func (s *partitioned) backupsOf(ctx context.Context, p int) []reconcile.Request {
+	var list valkeyv1.ValkeyBackupList
+	if err := s.c.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "list the ValkeyBackups of a partition gained", "partition", p)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		b := &list.Items[i]
+		if !backupFinished(b) && s.set.Of(client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String()) == p {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
+		}
+	}
+	return out
+}
+
+// schedulesOf lists the ValkeyBackupSchedules of partition p.
+func (s *partitioned) schedulesOf(ctx context.Context, p int) []reconcile.Request {
+	var list valkeyv1.ValkeyBackupScheduleList
+	if err := s.c.List(ctx, &list); err != nil {
+		log.FromContext(ctx).Error(err, "list the ValkeyBackupSchedules of a partition gained", "partition", p)
+		return nil
+	}
+	var out []reconcile.Request
+	for i := range list.Items {
+		sc := &list.Items[i]
+		if s.set.Of(client.ObjectKey{Namespace: sc.Namespace, Name: sc.Spec.ClusterName}.String()) == p {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sc)})
+		}
+	}
+	return out
+}
+
+// backupAddedOrGone passes a ValkeyBackup's creation and deletion: a backup's spec is fixed,
+// and its status is the cluster reconcile's own writing.
+func backupAddedOrGone() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
+}

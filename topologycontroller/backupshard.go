@@ -1,0 +1,130 @@
+package topologycontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// saveFailure is a save the server refused or that failed on it: the backup fails with
+// SaveFailed. Any other error (a connection lost) is retried.
+type saveFailure struct{ msg string }
+
+func (e *saveFailure) Error() string { return e.msg }
+
+// saveShards advances the save of every shard not saved yet; a shard saved is recorded in
+// the backup's status at once (the node then carries its saved point).
+func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+	for s := int32(0); s < b.Status.ShardCount; s++ {
+		if shardSaved(b, s) {
+			continue
+		}
+		done, err := r.saveShard(ctx, st, b, s)
+		if sf := (*saveFailure)(nil); errors.As(err, &sf) {
+			r.saves.set(st.cluster.UID, b.UID, s, nil)
+			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSaveFailed, "Save", "shard %d: %s", s, sf.msg)
+			return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSaveFailed, fmt.Sprintf("shard %d: %s", s, sf.msg)))
+		}
+		if err != nil {
+			return fmt.Errorf("save shard %d: %w", s, err)
+		}
+		if done == nil {
+			continue
+		}
+		if err := r.setBackup(ctx, b, backupShardSaved(*done)); err != nil {
+			return err
+		}
+		r.saves.set(st.cluster.UID, b.UID, s, nil)
+		r.backupEvent(b, nodeNamed(st, done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
+			"shard %d saved on %s at offset %d", s, done.Node, done.Offset)
+	}
+	if b.Status.Phase == valkeyv1.BackupSaving {
+		st.lookAgain(short)
+	}
+	return nil
+}
+
+// shardSaved tells whether the backup's status records shard s.
+func shardSaved(b *valkeyv1.ValkeyBackup, s int32) bool {
+	for _, e := range b.Status.Shards {
+		if e.Shard == s {
+			return true
+		}
+	}
+	return false
+}
+
+// saveShard advances shard s's save as far as it goes without waiting and returns the
+// shard's entry once its point is saved (nil while it is not).
+func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup, s int32) (*valkeyv1.BackupShard, error) {
+	ss := r.saves.shard(b.UID, s)
+	if ss == nil {
+		var err error
+		if ss, err = r.startSave(ctx, st, s); ss == nil || err != nil {
+			return nil, err
+		}
+		r.saves.set(st.cluster.UID, b.UID, s, ss)
+	}
+	for ss.stage != stageSaved {
+		m := st.members[ss.node]
+		if !m.reachable() || m.deleting() {
+			// The node chosen went away: the shard is saved again from the start.
+			r.saves.set(st.cluster.UID, b.UID, s, nil)
+			return nil, nil
+		}
+		advanced, err := r.saveStep(ctx, st, m, ss)
+		if err != nil || !advanced {
+			return nil, err
+		}
+	}
+	m := st.members[ss.node]
+	at := metav1.NewTime(ss.at.Truncate(time.Second))
+	return &valkeyv1.BackupShard{Shard: s, Node: m.node.Name, ReplicaIndex: m.node.Spec.ReplicaIndex,
+		NodeID: m.id(), Offset: ss.offset, SavedAt: &at}, nil
+}
+
+// startSave picks the node to save shard s on (an in-sync replica, else the primary) and
+// takes the saved point: T, then the primary's replication offset read after T, so every
+// write the primary acknowledged before T is within the offset.
+func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (*shardSave, error) {
+	p := st.primary[s]
+	if !p.reachable() {
+		return nil, nil
+	}
+	chosen := inSyncReplica(st, s, p)
+	at := time.Now()
+	info, err := st.cs.str(ctx, p.addr, "INFO", "replication")
+	if err != nil {
+		return nil, err
+	}
+	offset := replicationOffset(parseInfo(info))
+	if offset < 0 {
+		return nil, fmt.Errorf("no master_repl_offset in INFO of %s", p.node.Name)
+	}
+	ss := &shardSave{node: p.node.Name, primary: p.node.Name, at: at, offset: offset, stage: stageBGSave}
+	if chosen != nil {
+		ss.node, ss.stage, ss.deadline = chosen.node.Name, stageCatchUp, at.Add(catchUpTimeout)
+	}
+	return ss, nil
+}
+
+// inSyncReplica is the replica of shard s to save on: following p with its link up, the
+// furthest along (then the lowest replica index); nil when there is none.
+func inSyncReplica(st *clusterState, s int32, p *member) *member {
+	var best *member
+	for _, m := range st.sortedMembers() {
+		if m.node.Spec.Shard != s || m == p || m.deleting() || m.self.Primary() || m.self.PrimaryID != p.id() || !m.linkUp() {
+			continue
+		}
+		if best == nil || replicationOffset(m.repl) > replicationOffset(best.repl) {
+			best = m
+		}
+	}
+	return best
+}

@@ -1,0 +1,76 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// checkSnapshots reads SnapshotReady (the volume controller's) on every node saved: one
+// failed or unsupported fails the backup; all ready complete it.
+func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+	shards := make([]valkeyv1.BackupShard, 0, len(b.Status.Shards))
+	for _, e := range b.Status.Shards {
+		n := nodeNamed(st, e.Node)
+		if n == nil {
+			continue
+		}
+		snap := nodeSnapshot(n, b.Name)
+		c := status.Get(n.Status.Conditions, valkeyv1.ConditionSnapshotReady)
+		if snapshotFailed(n, c, b.Name, e.SavedAt) {
+			msg := fmt.Sprintf("shard %d, node %s: %s", e.Shard, n.Name, c.Message)
+			r.backupEvent(b, n, corev1.EventTypeWarning, c.Reason, "Snapshot", "%s", msg)
+			return r.setBackup(ctx, b, backupFailed(c.Reason, msg))
+		}
+		if c == nil || c.Status != metav1.ConditionTrue || snap == nil || !snap.ReadyToUse {
+			continue
+		}
+		e.SnapshotName, e.Size = snap.Name, snap.RestoreSize
+		shards = append(shards, e)
+	}
+	if b.Status.Phase != valkeyv1.BackupSnapshotting || int32(len(shards)) != b.Status.ShardCount {
+		return nil
+	}
+	if err := r.setBackup(ctx, b, backupCompleted(shards)); err != nil {
+		return err
+	}
+	r.backupEvent(b, nil, corev1.EventTypeNormal, valkeyv1.EventBackupCompleted, "Snapshot", "%d shards snapshotted", len(shards))
+	return nil
+}
+
+// nodeSnapshot is n's snapshot status for the backup named (nil when it reports another's
+// or none).
+func nodeSnapshot(n *valkeyv1.ValkeyNode, backup string) *valkeyv1.SnapshotStatus {
+	if n.Status.Volume == nil || n.Status.Volume.Snapshot == nil || n.Status.Volume.Snapshot.Backup != backup {
+		return nil
+	}
+	return n.Status.Volume.Snapshot
+}
+
+// snapshotFailed tells whether c (SnapshotReady) says n's snapshot for the backup failed or
+// cannot be taken: a False SnapshotFailed or SnapshotUnsupported about this backup (its
+// snapshot status names it; without one, written since the point was saved).
+func snapshotFailed(n *valkeyv1.ValkeyNode, c *metav1.Condition, backup string, savedAt *metav1.Time) bool {
+	if c == nil || c.Status != metav1.ConditionFalse || (c.Reason != valkeyv1.ReasonSnapshotFailed && c.Reason != valkeyv1.ReasonSnapshotUnsupported) {
+		return false
+	}
+	if n.Status.Volume != nil && n.Status.Volume.Snapshot != nil {
+		return n.Status.Volume.Snapshot.Backup == backup
+	}
+	return savedAt == nil || !c.LastTransitionTime.Before(savedAt)
+}
+
+// nodeNamed is the cluster's ValkeyNode of that name (nil when none).
+func nodeNamed(st *clusterState, name string) *valkeyv1.ValkeyNode {
+	for _, n := range st.nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}

@@ -1,0 +1,65 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// prune deletes the schedule's backups past its retention (their VolumeSnapshots go with
+// them, by ownerReference).
+func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) error {
+	var list valkeyv1.ValkeyBackupList
+	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{valkeyv1.LabelBackupSchedule: s.Name}); err != nil {
+		return fmt.Errorf("list the backups of schedule %s: %w", s.Name, err)
+	}
+	for _, b := range pastRetention(list.Items, int(s.Spec.Retention)) {
+		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
+			return fmt.Errorf("delete the ValkeyBackup %s past retention: %w", b.Name, err)
+		} else if err == nil {
+			r.Recorder.Eventf(s, b, corev1.EventTypeNormal, valkeyv1.EventBackupPruned, "Prune",
+				"deleted the %s ValkeyBackup %s: the schedule keeps the newest %d completed", b.Status.Phase, b.Name, s.Spec.Retention)
+		}
+	}
+	return nil
+}
+
+// pastRetention are the backups to delete: the Completed ones older than the newest
+// retention Completed ones, and the Failed ones older than the newest Completed one. A
+// backup in progress is never deleted.
+func pastRetention(items []valkeyv1.ValkeyBackup, retention int) []*valkeyv1.ValkeyBackup {
+	bs := make([]*valkeyv1.ValkeyBackup, 0, len(items))
+	for i := range items {
+		if items[i].DeletionTimestamp.IsZero() {
+			bs = append(bs, &items[i])
+		}
+	}
+	sort.Slice(bs, func(i, j int) bool { // newest first
+		a, b := bs[i].CreationTimestamp, bs[j].CreationTimestamp
+		if !a.Equal(&b) {
+			return b.Before(&a)
+		}
+		return bs[i].Name > bs[j].Name
+	})
+	var out []*valkeyv1.ValkeyBackup
+	completed := 0
+	for _, b := range bs {
+		switch b.Status.Phase {
+		case valkeyv1.BackupCompleted:
+			completed++
+			if completed > retention {
+				out = append(out, b)
+			}
+		case valkeyv1.BackupFailed:
+			if completed > 0 {
+				out = append(out, b)
+			}
+		}
+	}
+	return out
+}
