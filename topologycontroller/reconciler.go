@@ -58,9 +58,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
-// reconcileNormal: passwords and users → ValkeyNodes → observe Valkey → users → phases →
+// reconcileNormal: restore source → passwords and users → ValkeyNodes → observe Valkey → users → phases →
 // status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {
+	restore, blocked, err := r.restorePlanOf(ctx, vc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if blocked != nil {
+		return r.reportRestoreBlocked(ctx, vc, blocked)
+	}
 	ref, password, err := r.clusterPassword(ctx, vc)
 	if pe := (*passwordError)(nil); errors.As(err, &pe) {
 		return r.reportPassword(ctx, vc, pe)
@@ -82,7 +89,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	nodes, waiting, err := r.fanOut(ctx, vc, ref)
+	nodes, waiting, err := r.fanOut(ctx, vc, ref, restore)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -92,6 +99,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		cs.useTLS(certificate.roots)
 	}
 	st := r.observe(ctx, vc, nodes, cs)
+	st.restore = restore
 	for _, w := range waiting {
 		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
 	}
@@ -113,6 +121,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
+	r.noteRestore(st)
 	r.lookAgainWhileConverging(st)
 	st.recheckUsers()
 	r.noteStalls(st)
@@ -159,6 +168,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	phases := []phase{
 		{"meet", r.meet},
 		{"resume migrations", r.resumeMigrations},
+		{"hold for restore", r.holdForRestore},
 		{"replicate", r.replicate},
 		{"forget", r.forget},
 		{"drain", r.drain},

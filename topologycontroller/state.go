@@ -47,6 +47,10 @@ type clusterState struct {
 	tlsReady *metav1.Condition
 	// usersApplied is the cluster's UsersApplied (nil without spec.users).
 	usersApplied *metav1.Condition
+	// restore is the cluster's restore (nil without spec.restoreFrom); restoredCond its
+	// Restored decided this round.
+	restore      *restorePlan
+	restoredCond *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.
