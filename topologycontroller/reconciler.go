@@ -125,6 +125,11 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	r.lookAgainWhileConverging(st)
 	st.recheckUsers()
 	r.noteStalls(st)
+	return r.finish(ctx, st)
+}
+
+// finish applies the round's status and says when to look again.
+func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result, error) {
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}

@@ -9,7 +9,7 @@ import (
 	"strings"
 )
 
-// RestoredFile, in the data directory, holds the id of the restore (the ValkeyBackup's name)
+// RestoredFile is the file, in the data directory, that holds the id of the restore (the ValkeyBackup's name)
 // already applied to it, so the restore step runs once per data directory: a restart of a
 // restored node starts on what the server saved since, not on the backup again.
 const RestoredFile = "valkey-start.restored"
