@@ -18,6 +18,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -237,6 +238,9 @@ func replicaIndexes(f *fakeWorkload, ns, cluster, pw string, shards, replicas in
 	return out
 }
 
+// holdFinalizer holds a node's deletion in a test (a slow volume release).
+const holdFinalizer = "valkey.io/test-hold"
+
 var _ = Describe("Restore", func() {
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
@@ -327,7 +331,10 @@ var _ = Describe("Restore", func() {
 		ids := nodeIDs(ns)
 		completedBackup(ns, "bk", "c", 2, replica, ids)
 
-		By("deleting the cluster, its nodes and Secrets (envtest has no garbage collector)")
+		By("deleting the cluster, its nodes and Secrets (envtest has no garbage collector); the deletion of the node at shard 0's restored place is held")
+		held := getNode(ns, valkeyv1.NodeName("c", 0, replica[0]))
+		controllerutil.AddFinalizer(held, holdFinalizer)
+		Expect(k8s.Update(context.Background(), held)).To(Succeed())
 		Expect(k8s.Delete(context.Background(), getCluster(ns, "c"))).To(Succeed())
 		for _, n := range listNodes(ns) {
 			Expect(k8s.Delete(context.Background(), &n)).To(Succeed())
@@ -337,8 +344,26 @@ var _ = Describe("Restore", func() {
 			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		}
 
-		By("restoring as c")
+		By("restoring as c: until shard 0's restored node exists, nothing replicates and only the restored nodes own slots (those of their keys)")
 		newRestoredCluster(ns, "c", "bk", 2, 1)
+		Eventually(func() map[string]string { return clusterNodeAddrs(f, ns, "c") }, 20*time.Second).Should(HaveLen(3))
+		Consistently(func(g Gomega) {
+			cpw := clusterPassword(ns, "c")
+			for name, addr := range clusterNodeAddrs(f, ns, "c") {
+				n := getNode(ns, name)
+				g.Expect(serverRole(addr, n)).To(Equal("master"), "%s replicates", name)
+				lines, err := clusterNodes(addr, cpw)
+				g.Expect(err).NotTo(HaveOccurred())
+				for _, l := range lines {
+					if strings.Contains(l.flags, "myself") && n.Spec.Restore == nil {
+						g.Expect(l.slots).To(BeZero(), "%s, not restored, was given slots", name)
+					}
+				}
+			}
+		}, 4*time.Second).Should(Succeed())
+		held = getNode(ns, held.Name)
+		controllerutil.RemoveFinalizer(held, holdFinalizer)
+		Expect(k8s.Update(context.Background(), held)).To(Succeed())
 		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
 		Eventually(restoredCondition(ns, "c"), 20*time.Second).Should(HaveField("Status", metav1.ConditionTrue))
 		now := nodeIDs(ns)
