@@ -7,7 +7,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -139,10 +138,4 @@ func (s *partitioned) schedulesOf(ctx context.Context, p int) []reconcile.Reques
 		}
 	}
 	return out
-}
-
-// backupAddedOrGone passes a ValkeyBackup's creation and deletion: a backup's spec is fixed,
-// and its status is the cluster reconcile's own writing.
-func backupAddedOrGone() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(event.UpdateEvent) bool { return false }}
 }

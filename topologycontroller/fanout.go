@@ -33,12 +33,12 @@ func wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
 const fanOutParallelism = 8
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
-// to date. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
+// to date (spec.restore: see restorePlan.nodeRestore). It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
 // Nodes that are no longer wanted are removed by scaleIn once drained. A node is the
 // cluster's when its controller ownerReference has the cluster's UID: a node of the same
 // name left by a deleted cluster of the same name is not, and its replacement is created
 // once it is gone (waiting lists them meanwhile).
-func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef) (nodes []*valkeyv1.ValkeyNode, waiting []string, err error) {
+func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef, restore *restorePlan) (nodes []*valkeyv1.ValkeyNode, waiting []string, err error) {
 	var list valkeyv1.ValkeyNodeList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
 		return nil, nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
@@ -61,6 +61,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 			name := valkeyv1.NodeName(vc.Name, shard, replica)
 			spec := desiredNodeSpec(vc, shard, replica, ref)
 			n, ok := existing[name]
+			spec.Restore = restore.nodeRestore(shard, replica, n)
 			switch {
 			case !ok && foreign[name] != nil:
 				waiting = append(waiting, notOursYet(foreign[name]))

@@ -172,8 +172,8 @@ func greater(a, b [3]int) bool {
 }
 
 // findPrimaries decides each shard's current primary among its reachable members: a
-// primary that owns slots; else the primary its replicas follow; else the primary with the
-// lowest replica index (a new, empty shard).
+// primary that owns slots; else the primary its replicas follow; else the restored node or
+// the primary with the lowest replica index (a new, empty shard).
 func (st *clusterState) findPrimaries() {
 	shards := map[int32][]*member{}
 	for _, n := range st.nodes {
@@ -227,9 +227,18 @@ func emptyShardPrimary(ms []*member) *member {
 	}
 	var best *member
 	for _, m := range ms {
-		if !m.deleting() && (best == nil || m.node.Spec.ReplicaIndex < best.node.Spec.ReplicaIndex) {
+		if !m.deleting() && (best == nil || emptyShardBefore(m, best)) {
 			best = m
 		}
 	}
 	return best
+}
+
+// emptyShardBefore orders the candidates to be an empty shard's primary: a node restored
+// from a backup first (its shard's keys, if any, are on it), then by replica index.
+func emptyShardBefore(a, b *member) bool {
+	if ra, rb := a.node.Spec.Restore != nil, b.node.Spec.Restore != nil; ra != rb {
+		return ra
+	}
+	return a.node.Spec.ReplicaIndex < b.node.Spec.ReplicaIndex
 }

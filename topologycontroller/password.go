@@ -210,7 +210,7 @@ func (r *Reconciler) reportUnusable(ctx context.Context, vc *valkeyv1.ValkeyClus
 	}
 	st := *vc.Status.DeepCopy()
 	st.Conditions = []metav1.Condition{status.Condition(cond, false, reason, msg)}
-	for _, t := range append(append([]string(nil), valkeyv1.ClusterConditions...), valkeyv1.AccessConditions...) {
+	for _, t := range append(append([]string{valkeyv1.ConditionRestored}, valkeyv1.ClusterConditions...), valkeyv1.AccessConditions...) {
 		if c := status.Get(vc.Status.Conditions, t); c != nil && t != cond {
 			kept := *c
 			kept.ObservedGeneration = 0 // written for the current generation, as before

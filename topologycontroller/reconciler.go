@@ -60,9 +60,16 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, nil
 }
 
-// reconcileNormal: passwords and users → ValkeyNodes → observe Valkey → users → phases →
+// reconcileNormal: restore source → passwords and users → ValkeyNodes → observe Valkey → users → phases →
 // status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {
+	restore, blocked, err := r.restorePlanOf(ctx, vc)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if blocked != nil {
+		return r.reportRestoreBlocked(ctx, vc, blocked)
+	}
 	ref, password, err := r.clusterPassword(ctx, vc)
 	if pe := (*passwordError)(nil); errors.As(err, &pe) {
 		return r.reportPassword(ctx, vc, pe)
@@ -84,7 +91,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	nodes, waiting, err := r.fanOut(ctx, vc, ref)
+	nodes, waiting, err := r.fanOut(ctx, vc, ref, restore)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -94,6 +101,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		cs.useTLS(certificate.roots)
 	}
 	st := r.observe(ctx, vc, nodes, cs)
+	st.restore = restore
 	for _, w := range waiting {
 		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
 	}
@@ -115,10 +123,16 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
+	r.noteRestore(st)
 	r.lookAgainWhileConverging(st)
 	r.backups(ctx, st)
 	st.recheckUsers()
 	r.noteStalls(st)
+	return r.finish(ctx, st)
+}
+
+// finish applies the round's status and says when to look again.
+func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result, error) {
 	if err := r.applyStatus(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -162,6 +176,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	phases := []phase{
 		{"meet", r.meet},
 		{"resume migrations", r.resumeMigrations},
+		{"hold for restore", r.holdForRestore},
 		{"replicate", r.replicate},
 		{"forget", r.forget},
 		{"drain", r.drain},

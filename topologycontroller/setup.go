@@ -217,7 +217,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
 		Owns(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
-		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(clusterOfBackup), builder.WithPredicates(backupAddedOrGone())).
+		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup), builder.WithPredicates(backupPhaseChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(shards.guardClusters(opts.wrap("topology", r))); err != nil {
 		return fmt.Errorf("set up ValkeyCluster controller: %w", err)

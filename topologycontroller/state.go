@@ -50,6 +50,10 @@ type clusterState struct {
 	// savedPoints are the saved points the nodes carry for the backup under way, by node
 	// name (see backups).
 	savedPoints map[string]*valkeyv1.SavedPoint
+	// restore is the cluster's restore (nil without spec.restoreFrom); restoredCond its
+	// Restored decided this round.
+	restore      *restorePlan
+	restoredCond *metav1.Condition
 }
 
 // nodeStatus is the topology status of one ValkeyNode.

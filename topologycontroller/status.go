@@ -77,6 +77,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.usersApplied != nil {
 		cst.Conditions = append(cst.Conditions, *st.usersApplied)
 	}
+	if st.restoredCond != nil {
+		cst.Conditions = append(cst.Conditions, *st.restoredCond)
+	}
 	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}

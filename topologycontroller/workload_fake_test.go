@@ -77,6 +77,9 @@ type fakeWorkload struct {
 	tlsDirs map[string]string
 	// legacy servers start as before the operator had its own user: requirepass only.
 	legacy bool
+	// snapshots are the data directories "snapshotted" by takeSnapshot, by snapshot name:
+	// a node with spec.restore starts on a copy of one (see restoredDir).
+	snapshots map[string]string
 }
 
 // approval is a roll approval as the workload saw it, with the node's role at that moment.
@@ -156,8 +159,14 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 			}
 		}
 		if s == nil {
-			var err error
-			if s, err = f.startServer(ctx, n, ""); err != nil {
+			dir, ready, err := f.restoredDir(n)
+			if err != nil {
+				return err
+			}
+			if !ready {
+				continue // its claim waits for its snapshot
+			}
+			if s, err = f.startServer(ctx, n, dir); err != nil {
 				return err
 			}
 			f.srv[n.Name] = s

@@ -198,13 +198,15 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 // startCommand runs the server through valkey-start (cmd/valkey-start): it fences a crashed
 // primary before the server starts and hands a primary's slots to a replica before the
 // server stops. --durable when the data set is on the claim (RDB or AOF): a clean stop then
-// leaves it whole. The container's args follow: they are the server's.
+// leaves it whole. --restore-id and --restore-identity on a node restored from a backup
+// (restoreArgs). The container's args follow: they are the server's.
 func startCommand(node *valkeyv1.ValkeyNode) []string {
 	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort)}
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
 	}
 	cmd = append(cmd, authArgs(node)...)
+	cmd = append(cmd, restoreArgs(node)...)
 	return append(cmd, "--", "valkey-server", ConfigDir+"/"+ConfigFile)
 }
 

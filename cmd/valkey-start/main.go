@@ -64,6 +64,8 @@ func runServer(args []string) int {
 	tlsCA := fs.String("tls-ca-file", "", "with TLS: the CA certificate (PEM) the servers' certificates are verified against; servers are then reached over TLS")
 	fs.DurationVar(&w.DialTimeout, "dial-timeout", 2*time.Second, "bound of each connection and command")
 	fs.DurationVar(&w.FailoverTimeout, "failover-timeout", 10*time.Second, "bound of each attempt to promote a replica before a start")
+	fs.StringVar(&w.RestoreID, "restore-id", "", "the backup the data directory was restored from: prepared once (see --restore-identity) before the server starts")
+	fs.StringVar(&w.RestoreIdentity, "restore-identity", valkeystart.IdentityFresh, "with --restore-id: keep (nodes.conf cut to this node) or fresh (nodes.conf removed)")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

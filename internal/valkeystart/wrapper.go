@@ -1,7 +1,8 @@
 // Package valkeystart is the start wrapper of the Valkey container (cmd/valkey-start): it
-// fences a primary that crashed before its server starts again, hands a primary's slots to a
-// replica before the server stops, and records whether the server stopped cleanly. See
-// docs/contract.md, "Crash fencing and hand-over".
+// prepares a data directory restored from a backup, fences a primary that crashed before
+// its server starts again, hands a primary's slots to a replica before the server stops,
+// and records whether the server stopped cleanly. See docs/contract.md, "Crash fencing and
+// hand-over" and "Restore".
 package valkeystart
 
 import (
@@ -63,6 +64,10 @@ type Wrapper struct {
 	Log *log.Logger
 	// Signals, when set, replaces the process's own SIGTERM, SIGINT, SIGHUP and SIGQUIT.
 	Signals <-chan os.Signal
+	// RestoreID, when set, is the backup the data directory was restored from: see Restore.
+	RestoreID string
+	// RestoreIdentity is IdentityKeep or IdentityFresh (with RestoreID).
+	RestoreIdentity string
 }
 
 // Run fences, starts the server (argv), relays signals to it with a hand-over before
@@ -70,6 +75,10 @@ type Wrapper struct {
 // not be started safely.
 func (w *Wrapper) Run(ctx context.Context, argv []string) int {
 	if err := w.writeAuthFile(); err != nil {
+		w.logf("%v", err)
+		return 1
+	}
+	if _, err := Restore(w.DataDir, w.RestoreID, w.RestoreIdentity, w.logf); err != nil {
 		w.logf("%v", err)
 		return 1
 	}
