@@ -148,9 +148,9 @@ type ackWriter struct {
 	mu      sync.Mutex
 	acked   []int
 	ackedAt []time.Time // ackedAt[k]: when acked[k] was acknowledged
-	errs   map[string]int
-	cancel context.CancelFunc
-	done   chan struct{}
+	errs    map[string]int
+	cancel  context.CancelFunc
+	done    chan struct{}
 }
 
 var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
