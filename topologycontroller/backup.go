@@ -109,6 +109,22 @@ func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyClus
 	return out, nil
 }
 
+// backupUnderway names the cluster's backup that is saving or snapshotting ("" when none):
+// while it is, no slot moves (see converge), so that no shard's point can hold a slot
+// half-moved or a slot another shard's point holds too.
+func (r *Reconciler) backupUnderway(ctx context.Context, vc *valkeyv1.ValkeyCluster) string {
+	list, err := r.clusterBackups(ctx, vc)
+	if err != nil {
+		return ""
+	}
+	for _, b := range list {
+		if (b.Status.Phase == valkeyv1.BackupSaving || b.Status.Phase == valkeyv1.BackupSnapshotting) && b.Status.ClusterUID == vc.UID {
+			return b.Name
+		}
+	}
+	return ""
+}
+
 // backupFinished tells whether b is Completed or Failed.
 func backupFinished(b *valkeyv1.ValkeyBackup) bool {
 	return b.Status.Phase == valkeyv1.BackupCompleted || b.Status.Phase == valkeyv1.BackupFailed

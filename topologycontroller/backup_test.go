@@ -280,6 +280,38 @@ var _ = Describe("Backups", func() {
 		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 	})
 
+	It("moves no slot while a backup takes its snapshots: a scale-out waits for the backup", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "hold", 2, 0, false)
+		newBackup(ns, "b", "hold")
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+
+		By("a third shard joins while the snapshots are taken: it gets no slot, and the cluster says why")
+		setShards(ns, "hold", 3)
+		added := valkeyv1.NodeName("hold", 2, 0)
+		Eventually(func(g Gomega) {
+			var n valkeyv1.ValkeyNode
+			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: added}, &n)).To(Succeed())
+			g.Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionClusterJoined)).To(BeTrue(), "the new shard's primary joins")
+		}, formTimeout).Should(Succeed())
+		Eventually(func() string {
+			c := status.Get(getCluster(ns, "hold").Status.Conditions, valkeyv1.ConditionProgressing)
+			if c == nil {
+				return ""
+			}
+			return c.Message
+		}, 20*time.Second).Should(ContainSubstring("wait for the backup b"))
+		Consistently(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 3*time.Second).Should(BeZero())
+
+		By("the snapshots are ready: the backup completes and the slots move")
+		for _, sh := range getBackup(ns, "b").Status.Shards {
+			snapshotReady(ns, sh.Node, "b", sh.Shard)
+		}
+		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
+		Eventually(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 2*formTimeout).Should(BeNumerically(">", 0))
+		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 2*formTimeout).Should(Succeed())
+	})
+
 	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {
 		ns := newNamespace()
 		formCluster(ns, "mem", 1, 0)

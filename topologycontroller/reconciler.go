@@ -118,6 +118,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	computeJoined(st)
 	r.settleFailovers(st)
+	st.backupUnderway = r.backupUnderway(ctx, vc)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
 		st.progress = append(st.progress, "retrying: "+err.Error())
@@ -173,6 +174,9 @@ type phase struct {
 // converge runs the ordered phases. A phase that acted stops the round: the next reconcile
 // observes the result and goes on.
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
+	if st.backupUnderway != "" {
+		st.wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to take its snapshots", st.backupUnderway), short)
+	}
 	phases := []phase{
 		{"meet", r.meet},
 		{"resume migrations", r.resumeMigrations},
@@ -185,6 +189,9 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"rolls", r.rolls},
 	}
 	for _, p := range phases {
+		if st.backupUnderway != "" && movesSlots(p.name) {
+			continue // noted below
+		}
 		acted, err := p.run(ctx, st)
 		if err != nil {
 			return fmt.Errorf("%s: %w", p.name, err)
@@ -199,6 +206,12 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		}
 	}
 	return nil
+}
+
+// movesSlots tells the phases that move slots between shards, which wait while a backup
+// saves its points.
+func movesSlots(phase string) bool {
+	return phase == "drain" || phase == "slots" || phase == "scale in"
 }
 
 // protect writes what guards and reaches the cluster's pods: a PodDisruptionBudget per

@@ -54,6 +54,8 @@ type clusterState struct {
 	// Restored decided this round.
 	restore      *restorePlan
 	restoredCond *metav1.Condition
+	// backupUnderway names the cluster's backup that is saving or snapshotting.
+	backupUnderway string
 }
 
 // nodeStatus is the topology status of one ValkeyNode.
