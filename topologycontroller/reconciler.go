@@ -118,7 +118,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	computeJoined(st)
 	r.settleFailovers(st)
-	st.backupUnderway = r.backupUnderway(ctx, vc)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
 		st.progress = append(st.progress, "retrying: "+err.Error())
@@ -174,6 +173,7 @@ type phase struct {
 // converge runs the ordered phases. A phase that acted stops the round: the next reconcile
 // observes the result and goes on.
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
+	st.backupUnderway = r.backupUnderway(ctx, st.cluster)
 	if st.backupUnderway != "" {
 		st.wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to take its snapshots", st.backupUnderway), short)
 	}
