@@ -84,7 +84,7 @@ func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv
 		}
 	}
 	m := st.members[ss.node]
-	at := metav1.NewTime(ss.at.Truncate(time.Second))
+	at := metav1.NewMicroTime(ss.at)
 	return &valkeyv1.BackupShard{Shard: s, Node: m.node.Name, ReplicaIndex: m.node.Spec.ReplicaIndex,
 		NodeID: m.id(), Offset: ss.offset, SavedAt: &at}, nil
 }

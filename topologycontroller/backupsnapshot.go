@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -55,14 +56,15 @@ func nodeSnapshot(n *valkeyv1.ValkeyNode, backup string) *valkeyv1.SnapshotStatu
 // snapshotFailed tells whether c (SnapshotReady) says n's snapshot for the backup failed or
 // cannot be taken: a False SnapshotFailed or SnapshotUnsupported about this backup (its
 // snapshot status names it; without one, written since the point was saved).
-func snapshotFailed(n *valkeyv1.ValkeyNode, c *metav1.Condition, backup string, savedAt *metav1.Time) bool {
+func snapshotFailed(n *valkeyv1.ValkeyNode, c *metav1.Condition, backup string, savedAt *metav1.MicroTime) bool {
 	if c == nil || c.Status != metav1.ConditionFalse || (c.Reason != valkeyv1.ReasonSnapshotFailed && c.Reason != valkeyv1.ReasonSnapshotUnsupported) {
 		return false
 	}
 	if n.Status.Volume != nil && n.Status.Volume.Snapshot != nil {
 		return n.Status.Volume.Snapshot.Backup == backup
 	}
-	return savedAt == nil || !c.LastTransitionTime.Before(savedAt)
+	// Conditions carry whole seconds: one written in the saved second counts as after.
+	return savedAt == nil || !c.LastTransitionTime.Time.Before(savedAt.Time.Truncate(time.Second))
 }
 
 // nodeNamed is the cluster's ValkeyNode of that name (nil when none).

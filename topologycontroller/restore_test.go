@@ -124,14 +124,28 @@ func completedBackup(ns, name, cluster string, shards int32, replica map[int32]i
 	b := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}, Spec: valkeyv1.ValkeyBackupSpec{ClusterName: cluster}}
 	ExpectWithOffset(1, k8s.Create(context.Background(), b)).To(Succeed())
 	now := metav1.Now()
+	savedAt := metav1.NewMicroTime(now.Time)
 	b.Status = valkeyv1.ValkeyBackupStatus{Phase: valkeyv1.BackupCompleted, ShardCount: shards, StartedAt: &now, CompletedAt: &now}
 	for s := int32(0); s < shards; s++ {
 		node := valkeyv1.NodeName(cluster, s, replica[s])
 		b.Status.Shards = append(b.Status.Shards, valkeyv1.BackupShard{
-			Shard: s, Node: node, ReplicaIndex: replica[s], NodeID: ids[node], SnapshotName: valkeyv1.SnapshotName(name, s), SavedAt: &now,
+			Shard: s, Node: node, ReplicaIndex: replica[s], NodeID: ids[node], SnapshotName: valkeyv1.SnapshotName(name, s), SavedAt: &savedAt,
 		})
 	}
-	ExpectWithOffset(1, k8s.Status().Update(context.Background(), b)).To(Succeed())
+	setBackupStatus(b)
+}
+
+// setBackupStatus writes b's status over the backup controller's, which may have started the
+// backup meanwhile (it leaves a finished backup alone).
+func setBackupStatus(b *valkeyv1.ValkeyBackup) {
+	EventuallyWithOffset(2, func() error {
+		var cur valkeyv1.ValkeyBackup
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(b), &cur); err != nil {
+			return err
+		}
+		cur.Status = b.Status
+		return k8s.Status().Update(context.Background(), &cur)
+	}, 10*time.Second).Should(Succeed())
 }
 
 // backupWithStatus creates a ValkeyBackup of cluster with the given phase and shard count
@@ -143,7 +157,7 @@ func backupWithStatus(ns, name, cluster string, phase valkeyv1.BackupPhase, shar
 	for s := int32(0); s < shards && phase == valkeyv1.BackupCompleted; s++ {
 		b.Status.Shards = append(b.Status.Shards, valkeyv1.BackupShard{Shard: s, SnapshotName: valkeyv1.SnapshotName(name, s)})
 	}
-	ExpectWithOffset(1, k8s.Status().Update(context.Background(), b)).To(Succeed())
+	setBackupStatus(b)
 }
 
 // newRestoredCluster creates a cluster with persistence restored from backup.

@@ -57,7 +57,7 @@ func savePoint(ctx context.Context, n *valkeyv1.ValkeyNode, point *valkeyv1.Save
 
 func point(backup, class string) *valkeyv1.SavedPoint {
 	return &valkeyv1.SavedPoint{Backup: backup, BackupUID: backupUID, VolumeSnapshotClassName: class, Offset: 42,
-		SavedAt: metav1.NewTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
+		SavedAt: metav1.NewMicroTime(time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC))}
 }
 
 // snapshotOf returns the VolumeSnapshot of a namespace by name, nil when absent.

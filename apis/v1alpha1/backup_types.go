@@ -67,7 +67,7 @@ type BackupShard struct {
 	// SavedAt is the time of the saved point: every write acknowledged by the primary
 	// before it is in the snapshot.
 	// +optional
-	SavedAt *metav1.Time `json:"savedAt,omitempty"`
+	SavedAt *metav1.MicroTime `json:"savedAt,omitempty"`
 }
 
 // ValkeyBackupStatus is written by the topology controller only.
@@ -252,7 +252,7 @@ type SavedPoint struct {
 	// +optional
 	Offset int64 `json:"offset,omitempty"`
 	// SavedAt is the time of the saved point.
-	SavedAt metav1.Time `json:"savedAt"`
+	SavedAt metav1.MicroTime `json:"savedAt"`
 }
 
 // SnapshotStatus is the volume controller's account of a node's snapshot for a backup.

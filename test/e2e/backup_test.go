@@ -39,7 +39,7 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 		writeKeys(cluster, "base", 20000)
 		uids := podUIDs(cluster)
 		w := startAckWriter(cluster, "live")
-		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">=", 300), "the writer is acknowledged")
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">=", 1000), "the writer is acknowledged")
 
 		backup = &v1.ValkeyBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
@@ -174,7 +174,7 @@ func savedPoint(b *v1.ValkeyBackup) time.Time {
 	var first time.Time
 	for _, s := range b.Status.Shards {
 		ExpectWithOffset(1, s.SavedAt).NotTo(BeNil(), "shard %d savedAt", s.Shard)
-		if first.IsZero() || s.SavedAt.Before(&metav1.Time{Time: first}) {
+		if first.IsZero() || s.SavedAt.Time.Before(first) {
 			first = s.SavedAt.Time
 		}
 	}
