@@ -64,7 +64,7 @@ func snapshotFailed(n *valkeyv1.ValkeyNode, c *metav1.Condition, backup string, 
 		return n.Status.Volume.Snapshot.Backup == backup
 	}
 	// Conditions carry whole seconds: one written in the saved second counts as after.
-	return savedAt == nil || !c.LastTransitionTime.Time.Before(savedAt.Time.Truncate(time.Second))
+	return savedAt == nil || !c.LastTransitionTime.Before(&metav1.Time{Time: savedAt.Truncate(time.Second)})
 }
 
 // nodeNamed is the cluster's ValkeyNode of that name (nil when none).
