@@ -424,8 +424,10 @@ var _ = Describe("Restore", func() {
 			Eventually(restoredCondition(ns, "r"), 20*time.Second).Should(HaveField("Reason", valkeyv1.ReasonRestoring))
 		},
 		Entry("a missing backup", func(string) {}, valkeyv1.ReasonRestoreSourceMissing, "does not exist"),
-		Entry("a backup in progress", func(ns string) { backupWithStatus(ns, "bk", "old", valkeyv1.BackupSnapshotting, 2) },
-			valkeyv1.ReasonRestoreSourceIncomplete, "is Snapshotting, not Completed"),
+		// Of a cluster that does not exist, a backup stays Pending (ClusterNotFound); one saving
+		// would be failed by the backup controller.
+		Entry("a backup in progress", func(ns string) { backupWithStatus(ns, "bk", "old", valkeyv1.BackupPending, 2) },
+			valkeyv1.ReasonRestoreSourceIncomplete, "is Pending, not Completed"),
 		Entry("a backup of another shard count", func(ns string) { backupWithStatus(ns, "bk", "old", valkeyv1.BackupCompleted, 3) },
 			valkeyv1.ReasonRestoreRefused, "this cluster has 2 shards, the ValkeyBackup bk has 3"),
 	)
