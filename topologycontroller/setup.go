@@ -247,11 +247,14 @@ func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler 
 
 // nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and
 // deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
-// reads (see workloadGateChanged), SnapshotReady (a backup waits for it), and a new pod IP.
+// reads (see workloadGateChanged), SnapshotReady (a backup waits for it), a new pod IP, and
+// Drained changing on a node being deleted: a round of its cluster still in flight when the
+// cluster went may write it after the node was found drained, and is then undone.
 func nodeChanged() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		status.DeletionChanged(),
+		deletingDrainedChanged(),
 		status.ConditionChanged(valkeyv1.ConditionRollPending),
 		status.ConditionChanged(valkeyv1.ConditionSnapshotReady),
 		workloadGateChanged(),
@@ -272,6 +275,21 @@ func changedByOthers() predicate.Predicate {
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			return e.ObjectOld.GetGeneration() != e.ObjectNew.GetGeneration()
 		},
+	}
+}
+
+// deletingDrainedChanged passes an update of a node being deleted whose Drained changed.
+func deletingDrainedChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
+			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
+			return ok1 && ok2 && !n.DeletionTimestamp.IsZero() &&
+				status.IsTrue(o.Status.Conditions, valkeyv1.ConditionDrained) != status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
 }
 
