@@ -1,6 +1,10 @@
 package v1alpha1_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +17,16 @@ import (
 var _ = Describe("Backup and restore admission", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
+
+	It("accepts the backup sample (deploy/samples/valkeybackup.yaml) verbatim", func() {
+		b, err := os.ReadFile(filepath.Join("..", "..", "deploy", "samples", "valkeybackup.yaml"))
+		Expect(err).NotTo(HaveOccurred())
+		docs := strings.Split(string(b), "\n---\n")
+		Expect(docs).To(HaveLen(3))
+		for _, doc := range docs {
+			Expect(k8s.Create(ctx, fromYAML(doc, ns))).To(Succeed())
+		}
+	})
 
 	It("accepts restoreFrom at creation and refuses adding, removing or changing it later", func() {
 		c := persistentCluster(ns)
