@@ -73,7 +73,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	rep, err := r.reconcileNormal(ctx, node)
 	snap, serr := r.reconcileSnapshot(ctx, node)
 	rep.Snapshot = snap
-	return requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
+	res, err := requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
+	if err == nil && res.RequeueAfter == 0 {
+		res.RequeueAfter = rep.RetryAfter
+	}
+	return res, err
 }
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
@@ -110,6 +114,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	}
 	blocked, err := r.reconcileSize(ctx, node, claim, class)
 	rep := claimReport(node, claim, class, blocked)
+	if blocked != nil && blocked.Reason == valkeyv1.ReasonResizeFailed {
+		rep.RetryAfter = RetryRefusedExpansion
+	}
 	r.recordSizeTransition(node, claim, rep.Sized)
 	return rep, err
 }
@@ -267,8 +274,9 @@ func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNod
 	from := claim.Spec.Resources.Requests[corev1.ResourceStorage]
 	if err := expand(ctx, r.Client, claim, desired); err != nil {
 		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
-			// Retrying the same patch gets the same answer; a change of the node, claim
-			// or class brings the node back.
+			// Retrying at once gets the same answer; the node comes back on a change of
+			// its own, its claim or its class, and after RetryRefusedExpansion for what
+			// is not watched (a raised quota, the API server's admission catching up).
 			return &sized{false, valkeyv1.ReasonResizeFailed, fmt.Sprintf("the API server refused to expand claim %s: %v", claim.Name, err)}, nil
 		}
 		return nil, err

@@ -3,6 +3,7 @@ package volumecontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -10,6 +11,12 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
+
+// RetryRefusedExpansion is how soon an expansion the API server refused is tried again. What
+// refused it may change unseen by the controller: a ResourceQuota raised, or the API server's
+// admission, which reads StorageClasses from its own cache, catching up with a class that
+// now allows expansion.
+const RetryRefusedExpansion = 10 * time.Second
 
 // sized is the VolumeSized verdict for a claim.
 type sized struct {

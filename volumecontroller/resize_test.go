@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/volumecontroller"
 )
 
 var _ = Describe("online expansion", func() {
@@ -109,7 +110,9 @@ var _ = Describe("online expansion", func() {
 			sc.AllowVolumeExpansion = &t
 			return k8s.Update(ctx, sc)
 		}).Should(Succeed())
-		Eventually(requested(ctx, node)).Should(Equal("2Gi"))
+		// The API server's admission reads the class from its own cache: when it has not
+		// seen the change yet, it refuses the first patch, and the retry gets through.
+		Eventually(requested(ctx, node)).WithTimeout(3 * volumecontroller.RetryRefusedExpansion).Should(Equal("2Gi"))
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("False/Resizing"))
 	})
 
@@ -133,6 +136,22 @@ var _ = Describe("online expansion", func() {
 		Expect(requested(ctx, node)()).To(Equal("1Gi"))
 		Expect(condition(ctx, node, valkeyv1.ConditionVolumeReady)()).To(Equal("True/Bound"))
 		Eventually(eventReasons(ctx, node)).Should(ContainElement("Warning/ResizeFailed"))
+
+		By("the administrator raises the quota: the expansion is tried again and admitted")
+		Eventually(func() error {
+			cur := &corev1.ResourceQuota{}
+			if err := k8s.Get(ctx, client.ObjectKeyFromObject(quota), cur); err != nil {
+				return err
+			}
+			cur.Spec.Hard = corev1.ResourceList{corev1.ResourceRequestsStorage: resource.MustParse("4Gi")}
+			if err := k8s.Update(ctx, cur); err != nil {
+				return err
+			}
+			cur.Status.Hard = cur.Spec.Hard
+			return k8s.Status().Update(ctx, cur)
+		}).Should(Succeed())
+		Eventually(requested(ctx, node)).WithTimeout(3 * volumecontroller.RetryRefusedExpansion).Should(Equal("2Gi"))
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("False/Resizing"))
 	})
 
 	It("resolves the default StorageClass before expanding", func(ctx context.Context) {

@@ -3,6 +3,7 @@ package volumecontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -18,6 +19,9 @@ type report struct {
 	Volume *valkeyv1.VolumeStatus
 	// Snapshot is reported while the node's point is saved for a backup.
 	Snapshot *snapshotReport
+	// RetryAfter, when set, is how soon the node is looked at again with nothing changed:
+	// an expansion the API server refused may be admitted later (see RetryRefusedExpansion).
+	RetryAfter time.Duration
 }
 
 // ephemeralReport is the status of a node without persistence.
