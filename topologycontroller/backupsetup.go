@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // backupClusterField indexes ValkeyBackups by spec.clusterName.
@@ -23,7 +24,7 @@ const backupClusterField = "spec.clusterName"
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules,verbs=get;list;watch
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackupschedules/status,verbs=get;patch
 
-// setupBackups indexes the ValkeyBackups by cluster and registers the controllers of
+// setupBackups indexes the ValkeyBackups and schedules by cluster and registers the controllers of
 // backups whose cluster is missing and of schedules. Backups and schedules are routed by
 // their cluster's partition key, so one replica handles a cluster and all its backups.
 func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
@@ -44,6 +45,11 @@ func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
 		Complete(shards.guardByCluster(r.Options.wrap("topology-backup", br), backupKey)); err != nil {
 		return fmt.Errorf("set up ValkeyBackup controller: %w", err)
 	}
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyBackupSchedule{}, scheduleClusterField, func(o client.Object) []string {
+		return []string{o.(*valkeyv1.ValkeyBackupSchedule).Spec.ClusterName}
+	}); err != nil {
+		return fmt.Errorf("index ValkeyBackupSchedules by cluster: %w", err)
+	}
 	sr := &scheduleReconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
 	sb := ctrl.NewControllerManagedBy(mgr)
 	if shards != nil {
@@ -53,6 +59,7 @@ func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
 		Named("topology-backup-schedule").
 		For(&valkeyv1.ValkeyBackupSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
 		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup)).
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(sr.schedulesOfCluster), builder.WithPredicates(status.DeletionChanged())).
 		Complete(shards.guardByCluster(r.Options.wrap("topology-backup-schedule", sr), scheduleKey)); err != nil {
 		return fmt.Errorf("set up ValkeyBackupSchedule controller: %w", err)
 	}

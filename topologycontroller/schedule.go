@@ -56,15 +56,16 @@ func (r *scheduleReconciler) reconcileSchedule(ctx context.Context, s *valkeyv1.
 		return ctrl.Result{}, r.writeSchedule(ctx, before, s)
 	}
 	now := r.clock().UTC()
+	backups, err := r.backupsOf(ctx, s)
+	if err != nil {
+		return ctrl.Result{}, err
+	}
 	if s.Spec.Suspend {
 		scheduleReady(s, true, valkeyv1.ReasonSuspended, "suspended: no backup is created")
-	} else {
-		if err := r.createDue(ctx, s, sched, now); err != nil {
-			return ctrl.Result{}, err
-		}
-		scheduleReady(s, true, valkeyv1.ReasonScheduled, fmt.Sprintf("next backup at %s", nextScheduled(sched, now).Format(time.RFC3339)))
+	} else if err := r.schedule(ctx, s, sched, now, backups); err != nil {
+		return ctrl.Result{}, err
 	}
-	if err := r.prune(ctx, s); err != nil {
+	if err := r.prune(ctx, s, backups); err != nil {
 		return ctrl.Result{}, err
 	}
 	if err := r.writeSchedule(ctx, before, s); err != nil {
@@ -76,9 +77,34 @@ func (r *scheduleReconciler) reconcileSchedule(ctx context.Context, s *valkeyv1.
 	return ctrl.Result{RequeueAfter: nextScheduled(sched, now).Sub(now)}, nil
 }
 
+// schedule takes the time due, if any, and reports Ready: Scheduled, or ClusterNotFound
+// (with a Warning event when it starts) while the schedule's cluster does not exist.
+func (r *scheduleReconciler) schedule(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, backups []valkeyv1.ValkeyBackup) error {
+	missing, err := r.clusterMissing(ctx, s)
+	if err != nil {
+		return err
+	}
+	if err := r.createDue(ctx, s, sched, now, missing, backups); err != nil {
+		return err
+	}
+	next := nextScheduled(sched, now).Format(time.RFC3339)
+	if missing == "" {
+		scheduleReady(s, true, valkeyv1.ReasonScheduled, fmt.Sprintf("next backup at %s", next))
+		return nil
+	}
+	if c := status.Get(s.Status.Conditions, valkeyv1.ConditionReady); c == nil || c.Reason != valkeyv1.ReasonClusterNotFound {
+		r.Recorder.Eventf(s, nil, corev1.EventTypeWarning, valkeyv1.ReasonClusterNotFound, "Schedule", "%s: no backup is created until it does", missing)
+	}
+	scheduleReady(s, false, valkeyv1.ReasonClusterNotFound, fmt.Sprintf(
+		"%s: scheduled times pass without a backup until it does (next at %s)", missing, next))
+	return nil
+}
+
 // createDue creates the backup of the most recent scheduled time not yet taken (the
-// times missed before it are not made up).
-func (r *scheduleReconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time) error {
+// times missed before it are not made up). The time passes without a backup, and counts as
+// taken, while the cluster is missing or a backup of the schedule is unfinished (see skip):
+// scheduled backups never pile up.
+func (r *scheduleReconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, clusterMissing string, backups []valkeyv1.ValkeyBackup) error {
 	since := s.CreationTimestamp.Time
 	if s.Status.LastScheduleTime != nil {
 		since = s.Status.LastScheduleTime.Time
@@ -87,13 +113,17 @@ func (r *scheduleReconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBa
 	if due.IsZero() || (s.Status.LastScheduleTime != nil && !due.After(s.Status.LastScheduleTime.Time)) {
 		return nil
 	}
+	t := metav1.NewTime(due)
+	if r.skip(s, due, clusterMissing, backups) {
+		s.Status.LastScheduleTime = &t
+		return nil
+	}
 	b := scheduledBackup(s, due)
 	if err := r.Create(ctx, b); err != nil && !isAlreadyExists(err) {
 		return fmt.Errorf("create the ValkeyBackup %s: %w", b.Name, err)
 	} else if err == nil {
 		r.Recorder.Eventf(s, b, corev1.EventTypeNormal, valkeyv1.EventBackupCreated, "Schedule", "created the ValkeyBackup %s for %s", b.Name, due.Format(time.RFC3339))
 	}
-	t := metav1.NewTime(due)
 	s.Status.LastScheduleTime, s.Status.LastBackup = &t, b.Name
 	return nil
 }

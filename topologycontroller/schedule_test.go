@@ -81,6 +81,7 @@ var _ = Describe("Backup schedules", func() {
 
 	It("creates the backup of the current minute, labelled and with the schedule's class", func() {
 		ns := newNamespace()
+		newCluster(ns, "c", 1, 0)
 		newSchedule(ns, "every", "c", "* * * * *", 3)
 		Eventually(func() string { return getSchedule(ns, "every").Status.LastBackup }, 20*time.Second).ShouldNot(BeEmpty())
 		s := getSchedule(ns, "every")
@@ -111,7 +112,38 @@ var _ = Describe("Backup schedules", func() {
 		Eventually(func() []string { return backupNames(ns) }, 20*time.Second).Should(ConsistOf(inProgress, c3, c4, newFailed, other))
 		Eventually(func() int { return eventCount(ns, valkeyv1.EventBackupPruned) }, 10*time.Second).Should(Equal(3))
 		Expect(backupNames(ns)).NotTo(ContainElement(oldFailed))
-		Expect(scheduleState(ns, "keep")()).To(Equal("True/Scheduled"))
+		Expect(scheduleState(ns, "keep")()).To(Equal("False/ClusterNotFound"))
+	})
+
+	It("lets scheduled times pass without a backup while its cluster does not exist, and is Ready once it does", func() {
+		ns := newNamespace()
+		newSchedule(ns, "early", "later", "* * * * *", 2)
+		Eventually(scheduleState(ns, "early"), 20*time.Second).Should(Equal("False/ClusterNotFound"))
+		s := getSchedule(ns, "early")
+		Expect(status.Get(s.Status.Conditions, valkeyv1.ConditionReady).Message).To(ContainSubstring("ValkeyCluster later does not exist"))
+		Expect(s.Status.LastScheduleTime).NotTo(BeNil(), "the minute it was created in has passed, without a backup")
+		Expect(s.Status.LastBackup).To(BeEmpty())
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonClusterNotFound) }, 10*time.Second).Should(Equal(1))
+		Consistently(func() []string { return backupNames(ns) }, 2*time.Second).Should(BeEmpty())
+
+		By("the cluster is created")
+		newCluster(ns, "later", 1, 0)
+		Eventually(scheduleState(ns, "early"), 10*time.Second).Should(Equal("True/Scheduled"))
+		Expect(backupNames(ns)).To(BeEmpty(), "the minute that passed is not made up")
+	})
+
+	It("lets a scheduled time pass without a backup while one of its backups is unfinished", func() {
+		ns := newNamespace()
+		newCluster(ns, "busy", 1, 0)
+		running := scheduledBackup(ns, "slow", 1, "")
+		// Reported, the backup is in the controller's cache before the schedule is read.
+		Eventually(func() valkeyv1.BackupPhase { return getBackup(ns, running).Status.Phase }, 10*time.Second).Should(Equal(valkeyv1.BackupPending))
+		newSchedule(ns, "slow", "busy", "* * * * *", 2)
+		Eventually(func() *metav1.Time { return getSchedule(ns, "slow").Status.LastScheduleTime }, 20*time.Second).ShouldNot(BeNil())
+		Expect(getSchedule(ns, "slow").Status.LastBackup).To(BeEmpty())
+		Expect(scheduleState(ns, "slow")()).To(Equal("True/Scheduled"))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventBackupSkipped) }, 10*time.Second).Should(Equal(1))
+		Expect(backupNames(ns)).To(ConsistOf(running))
 	})
 })
 

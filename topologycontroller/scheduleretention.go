@@ -11,14 +11,10 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// prune deletes the schedule's backups past its retention (their VolumeSnapshots go with
+// prune deletes the schedule's backups (backups) past its retention (their VolumeSnapshots go with
 // them, by ownerReference).
-func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) error {
-	var list valkeyv1.ValkeyBackupList
-	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{valkeyv1.LabelBackupSchedule: s.Name}); err != nil {
-		return fmt.Errorf("list the backups of schedule %s: %w", s.Name, err)
-	}
-	for _, b := range pastRetention(list.Items, int(s.Spec.Retention)) {
+func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, backups []valkeyv1.ValkeyBackup) error {
+	for _, b := range pastRetention(backups, int(s.Spec.Retention)) {
 		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete the ValkeyBackup %s past retention: %w", b.Name, err)
 		} else if err == nil {

@@ -303,4 +303,6 @@ const (
 	// ReasonInvalidSchedule (False): the cron expression does not parse; the message has
 	// the parser's error.
 	ReasonInvalidSchedule = "InvalidSchedule"
+	// ReasonClusterNotFound (False) also says the schedule's cluster does not exist (or is
+	// being deleted): its scheduled times pass without a backup until it does.
 )

@@ -118,6 +118,9 @@ const (
 	EventBackupCreated = "BackupCreated"
 	// EventBackupPruned (Normal, ValkeyBackupSchedule): a backup past retention was deleted.
 	EventBackupPruned = "BackupPruned"
+	// EventBackupSkipped (Warning, ValkeyBackupSchedule): a scheduled time passed without a
+	// backup: the schedule's previous backup was unfinished, or its cluster did not exist.
+	EventBackupSkipped = "BackupSkipped"
 	// EventRestored (Normal, ValkeyCluster).
 	EventRestored = "Restored"
 )
