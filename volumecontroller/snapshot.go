@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -162,10 +163,28 @@ func snapshotConflict(vs *snapshotv1.VolumeSnapshot, sp *valkeyv1.SavedPoint, cl
 		vs.Name, owner, sp.Backup, sp.BackupUID)
 }
 
+// earlierBackupOfSameName is the UID of the backup owning vs when that is an earlier
+// ValkeyBackup of the same name as the saved point's (deleted, since the name is taken
+// again): the garbage collector deletes vs, and the snapshot is taken once it is gone.
+// "" when vs is not such a leftover.
+func earlierBackupOfSameName(vs *snapshotv1.VolumeSnapshot, sp *valkeyv1.SavedPoint) types.UID {
+	for _, ref := range vs.OwnerReferences {
+		if ref.Kind == backupKind && ref.Name == sp.Backup && ref.UID != sp.BackupUID {
+			return ref.UID
+		}
+	}
+	return ""
+}
+
 // observeSnapshot reports an existing VolumeSnapshot: ready, failed (its status.error) or
 // pending, or failed when it is another backup's or another claim's.
 func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.SavedPoint, rep *snapshotReport, vs *snapshotv1.VolumeSnapshot) *snapshotReport {
 	claim := valkeyv1.ClaimName(node.Name)
+	if uid := earlierBackupOfSameName(vs, sp); uid != "" {
+		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotPending, fmt.Sprintf(
+			"VolumeSnapshot %s belongs to an earlier backup named %s (uid %s), now deleted: waiting for the garbage collector to delete it before the snapshot of this backup is taken",
+			vs.Name, sp.Backup, uid))
+	}
 	if conflict := snapshotConflict(vs, sp, claim); conflict != "" {
 		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotFailed, conflict)
 	}

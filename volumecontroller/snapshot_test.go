@@ -16,6 +16,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/volumecontroller"
 )
 
 // backupUID is the UID of the (absent) ValkeyBackup the saved points name.
@@ -212,6 +213,31 @@ var _ = Describe("snapshots for a backup", func() {
 		newSnapshotClass(ctx, "nosnap-"+ns, driver, false)
 		Eventually(snapshotOf(ctx, ns, "nightly-1")).ShouldNot(BeNil())
 		Eventually(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("False/SnapshotPending"))
+	})
+
+	It("waits for the snapshot of a deleted backup of the same name to go, then takes its own", func(ctx context.Context) {
+		class := newClass(ctx, "snapagain-"+ns, false, storagev1.VolumeBindingImmediate, nil)
+		newSnapshotClass(ctx, "default-"+ns, "example.com/test", true)
+		node := boundNode(ctx, ns, class.Name, 0)
+		By("the snapshot of an earlier backup named nightly, deleted, is still there")
+		earlier := volumecontroller.BuildSnapshot(getNode(ctx, node), &valkeyv1.SavedPoint{Backup: "nightly", BackupUID: "uid-of-the-earlier"},
+			valkeyv1.ClaimName(node.Name), "")
+		Expect(k8s.Create(ctx, earlier)).To(Succeed())
+
+		savePoint(ctx, node, point("nightly", ""))
+		Eventually(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("False/SnapshotPending"))
+		Expect(status.Get(getNode(ctx, node).Status.Conditions, valkeyv1.ConditionSnapshotReady).Message).To(
+			And(ContainSubstring("earlier backup named nightly"), ContainSubstring("uid-of-the-earlier")))
+		Consistently(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("False/SnapshotPending"))
+
+		By("the garbage collector deletes it")
+		Expect(k8s.Delete(ctx, earlier)).To(Succeed())
+		Eventually(func() []metav1.OwnerReference {
+			if vs := snapshotOf(ctx, ns, "nightly-0")(); vs != nil {
+				return vs.OwnerReferences
+			}
+			return nil
+		}).Should(ContainElement(HaveField("UID", types.UID(backupUID))))
 	})
 
 	It("leaves a same-named snapshot of another backup alone and reports SnapshotFailed naming it", func(ctx context.Context) {
