@@ -3,6 +3,8 @@ package topologycontroller_test
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -11,6 +13,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -280,6 +283,32 @@ var _ = Describe("Backups", func() {
 		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 	})
 
+	It("fails a backup whose BGSAVE fails, with SaveFailed, and the next backup saves", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "bad", 1, 1, false)
+		replica := valkeyv1.NodeName("bad", 0, 1)
+		if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
+			replica = valkeyv1.NodeName("bad", 0, 0)
+		}
+
+		By("a directory that is not empty stands where the replica's BGSAVE renames its file")
+		addr := f.server(replica).Addr()
+		dump := filepath.Join(configValue(addr, pw, "dir"), configValue(addr, pw, "dbfilename"))
+		Expect(os.RemoveAll(dump)).To(Succeed()) // the file of the replica's first sync
+		Expect(os.MkdirAll(filepath.Join(dump, "in-the-way"), 0o755)).To(Succeed())
+		newBackup(ns, "doomed", "bad")
+		Eventually(backupState(ns, "doomed"), 60*time.Second).Should(Equal("Failed/SaveFailed"))
+		Expect(backupMessage(ns, "doomed")).To(And(ContainSubstring("shard 0"), ContainSubstring(replica), ContainSubstring("rdb_last_bgsave_status:err")))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonSaveFailed) }, 10*time.Second).Should(Equal(1))
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
+
+		By("the way is cleared: the next backup saves")
+		Expect(os.RemoveAll(dump)).To(Succeed())
+		newBackup(ns, "next", "bad")
+		Eventually(backupState(ns, "next"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		Expect(savedPointOf(ns, getBackup(ns, "next").Status.Shards[0].Node)).NotTo(BeNil())
+	})
+
 	It("moves no slot while a backup takes its snapshots: a scale-out waits for the backup", func() {
 		ns := newNamespace()
 		f, pw := formPersistentCluster(ns, "hold", 2, 0, false)
@@ -326,6 +355,17 @@ var _ = Describe("Backups", func() {
 		Expect(backupMessage(ns, "orphan")).To(ContainSubstring("absent"))
 	})
 })
+
+// configValue is one CONFIG GET parameter of a server.
+func configValue(addr, pw, key string) string {
+	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: pw, ForceSingleClient: true, DisableCache: true})
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	defer c.Close()
+	m, err := c.Do(context.Background(), c.B().ConfigGet().Parameter(key).Build()).AsStrMap()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	ExpectWithOffset(1, m).To(HaveKey(key))
+	return m[key]
+}
 
 func podIPOf(n *valkeyv1.ValkeyNode) string {
 	if n.Status.Workload == nil {
