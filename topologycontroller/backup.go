@@ -109,20 +109,47 @@ func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyClus
 	return out, nil
 }
 
-// backupUnderway names the cluster's backup that is saving or snapshotting ("" when none):
-// while it is, no slot moves (see converge), so that no shard's point can hold a slot
-// half-moved or a slot another shard's point holds too.
-func (r *Reconciler) backupUnderway(ctx context.Context, vc *valkeyv1.ValkeyCluster) string {
-	list, err := r.clusterBackups(ctx, vc)
+// backupUnderway names the cluster's backup that holds slot moves ("" when none): one
+// Saving, or Snapshotting until the snapshot of each of its shards is cut. A slot moved
+// before then could be in two shards' points or in none.
+func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) string {
+	list, err := r.clusterBackups(ctx, st.cluster)
 	if err != nil {
 		return ""
 	}
 	for _, b := range list {
-		if (b.Status.Phase == valkeyv1.BackupSaving || b.Status.Phase == valkeyv1.BackupSnapshotting) && b.Status.ClusterUID == vc.UID {
+		if b.Status.ClusterUID != st.cluster.UID {
+			continue
+		}
+		switch b.Status.Phase {
+		case valkeyv1.BackupSaving:
 			return b.Name
+		case valkeyv1.BackupSnapshotting:
+			if !snapshotsCut(st, b) {
+				return b.Name
+			}
 		}
 	}
 	return ""
+}
+
+// snapshotsCut tells whether the snapshot of every shard of b is cut (it has a creationTime
+// or is ready to use): the volumes' content in them is fixed.
+func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
+	if int32(len(b.Status.Shards)) < b.Status.ShardCount {
+		return false
+	}
+	for _, e := range b.Status.Shards {
+		n := nodeNamed(st, e.Node)
+		if n == nil {
+			return false
+		}
+		snap := nodeSnapshot(n, b.Name)
+		if snap == nil || (!snap.ReadyToUse && snap.CreationTime == nil) {
+			return false
+		}
+	}
+	return true
 }
 
 // backupFinished tells whether b is Completed or Failed.

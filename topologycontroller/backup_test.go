@@ -229,10 +229,7 @@ var _ = Describe("Backups", func() {
 	It("waits while the cluster is busy and behind an older backup, and fails on a failed snapshot", func() {
 		ns := newNamespace()
 		f, pw := formPersistentCluster(ns, "busy", 1, 1, true)
-		replica := valkeyv1.NodeName("busy", 0, 1)
-		if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
-			replica = valkeyv1.NodeName("busy", 0, 0)
-		}
+		replica := shardReplica(ns, "busy", 0)
 
 		By("a node not ready keeps the backup Pending, ClusterBusy; a second backup waits for the first")
 		f.hold(true, replica)
@@ -286,10 +283,7 @@ var _ = Describe("Backups", func() {
 	It("fails a backup whose BGSAVE fails, with SaveFailed, and the next backup saves", func() {
 		ns := newNamespace()
 		f, pw := formPersistentCluster(ns, "bad", 1, 1, false)
-		replica := valkeyv1.NodeName("bad", 0, 1)
-		if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
-			replica = valkeyv1.NodeName("bad", 0, 0)
-		}
+		replica := shardReplica(ns, "bad", 0)
 
 		By("a directory that is not empty stands where the replica's BGSAVE renames its file")
 		addr := f.server(replica).Addr()
@@ -309,7 +303,44 @@ var _ = Describe("Backups", func() {
 		Expect(savedPointOf(ns, getBackup(ns, "next").Status.Shards[0].Node)).NotTo(BeNil())
 	})
 
-	It("moves no slot while a backup takes its snapshots: a scale-out waits for the backup", func() {
+	It("saves a shard again when the controller restarts during its BGSAVE", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "mid", 1, 1, false)
+		writeKeys(f, pw, 200)
+		replica := shardReplica(ns, "mid", 0)
+		addr := f.server(replica).Addr()
+		Eventually(func() int64 { return intReply(addr, pw, "DBSIZE") }, 10*time.Second).Should(Equal(int64(200)))
+
+		By("the replica's BGSAVE takes seconds (20 ms per key)")
+		_, err := cmd(addr, pw, "CONFIG", "SET", "rdb-key-save-delay", "20000")
+		Expect(err).NotTo(HaveOccurred())
+		saves := infoInt(addr, pw, "persistence", "rdb_saves")
+		newBackup(ns, "b", "mid")
+		Eventually(func() int64 { return infoInt(addr, pw, "persistence", "rdb_bgsave_in_progress") }, 30*time.Second).Should(Equal(int64(1)))
+		Expect(backupState(ns, "b")()).To(Equal("Saving/Saving"))
+
+		By("the controller restarts while the save runs: the new one saves the shard again")
+		mgr.stop()
+		restarted := false
+		DeferCleanup(func() {
+			if !restarted {
+				mgr = startManager(testOptions)
+			}
+		})
+		_, err = cmd(addr, pw, "CONFIG", "SET", "rdb-key-save-delay", "0") // for the next save; the running one keeps its pace
+		Expect(err).NotTo(HaveOccurred())
+		mgr = startManager(testOptions)
+		restarted = true
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		Expect(infoInt(addr, pw, "persistence", "rdb_saves")).To(BeNumerically(">=", saves+2), "the save in flight, then the new controller's own")
+		sp := savedPointOf(ns, replica)
+		Expect(sp).NotTo(BeNil())
+		Expect(getBackup(ns, "b").Status.Shards).To(ConsistOf(HaveField("Node", replica)))
+		snapshotReady(ns, replica, "b", 0)
+		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
+	})
+
+	It("moves no slot until a backup's snapshots are cut: a scale-out waits for them, not for the upload", func() {
 		ns := newNamespace()
 		f, pw := formPersistentCluster(ns, "hold", 2, 0, false)
 		newBackup(ns, "b", "hold")
@@ -332,13 +363,22 @@ var _ = Describe("Backups", func() {
 		}, 20*time.Second).Should(ContainSubstring("wait for the backup b"))
 		Consistently(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 3*time.Second).Should(BeZero())
 
-		By("the snapshots are ready: the backup completes and the slots move")
-		for _, sh := range getBackup(ns, "b").Status.Shards {
+		By("the snapshots are cut, not yet ready to use: the slots move while the backup waits for them")
+		shards := getBackup(ns, "b").Status.Shards
+		for _, sh := range shards {
+			cut := metav1.Now()
+			reportSnapshot(ns, sh.Node, status.Condition(valkeyv1.ConditionSnapshotReady, false, valkeyv1.ReasonSnapshotCut, "uploading"),
+				&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName("b", sh.Shard), Backup: "b", CreationTime: &cut})
+		}
+		Eventually(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 2*formTimeout).Should(BeNumerically(">", 0))
+		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 2*formTimeout).Should(Succeed())
+		Expect(backupState(ns, "b")()).To(Equal("Snapshotting/Snapshotting"))
+
+		By("the snapshots are ready: the backup completes")
+		for _, sh := range shards {
 			snapshotReady(ns, sh.Node, "b", sh.Shard)
 		}
 		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
-		Eventually(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 2*formTimeout).Should(BeNumerically(">", 0))
-		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 2*formTimeout).Should(Succeed())
 	})
 
 	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {
@@ -355,6 +395,15 @@ var _ = Describe("Backups", func() {
 		Expect(backupMessage(ns, "orphan")).To(ContainSubstring("absent"))
 	})
 })
+
+// shardReplica is the name of the node of a one-replica shard that is its replica now.
+func shardReplica(ns, cluster string, shard int32) string {
+	replica := valkeyv1.NodeName(cluster, shard, 1)
+	if getNode(ns, replica).Status.Topology.Role != valkeyv1.RoleReplica {
+		return valkeyv1.NodeName(cluster, shard, 0)
+	}
+	return replica
+}
 
 // configValue is one CONFIG GET parameter of a server.
 func configValue(addr, pw, key string) string {

@@ -173,9 +173,9 @@ type phase struct {
 // converge runs the ordered phases. A phase that acted stops the round: the next reconcile
 // observes the result and goes on.
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
-	st.backupUnderway = r.backupUnderway(ctx, st.cluster)
+	st.backupUnderway = r.backupUnderway(ctx, st)
 	if st.backupUnderway != "" {
-		st.wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to take its snapshots", st.backupUnderway), short)
+		st.wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), short)
 	}
 	phases := []phase{
 		{"meet", r.meet},

@@ -54,7 +54,7 @@ type clusterState struct {
 	// Restored decided this round.
 	restore      *restorePlan
 	restoredCond *metav1.Condition
-	// backupUnderway names the cluster's backup that is saving or snapshotting.
+	// backupUnderway names the cluster's backup that holds slot moves (see backupUnderway).
 	backupUnderway string
 }
 

@@ -3,6 +3,7 @@ package volumecontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -176,8 +177,8 @@ func earlierBackupOfSameName(vs *snapshotv1.VolumeSnapshot, sp *valkeyv1.SavedPo
 	return ""
 }
 
-// observeSnapshot reports an existing VolumeSnapshot: ready, failed (its status.error) or
-// pending, or failed when it is another backup's or another claim's.
+// observeSnapshot reports an existing VolumeSnapshot: ready, failed (its status.error), cut
+// (it has a creationTime) or pending, or failed when it is another backup's or another claim's.
 func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.SavedPoint, rep *snapshotReport, vs *snapshotv1.VolumeSnapshot) *snapshotReport {
 	claim := valkeyv1.ClaimName(node.Name)
 	if uid := earlierBackupOfSameName(vs, sp); uid != "" {
@@ -194,6 +195,9 @@ func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.Sav
 		rep.Status.RestoreSize = st.RestoreSize.String()
 		size = rep.Status.RestoreSize
 	}
+	if st != nil && st.CreationTime != nil {
+		rep.Status.CreationTime = st.CreationTime.DeepCopy()
+	}
 	switch {
 	case st != nil && ptr.Deref(st.ReadyToUse, false):
 		rep.Status.ReadyToUse = true
@@ -208,6 +212,11 @@ func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.Sav
 		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotPending,
 			fmt.Sprintf("VolumeSnapshot %s of claim %s has no content yet; the snapshot-controller retries after: %s", vs.Name, claim, ptr.Deref(st.Error.Message, "no message")))
 	}
+	if rep.Status.CreationTime != nil {
+		return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotCut, fmt.Sprintf(
+			"VolumeSnapshot %s of claim %s was cut at %s (its content is fixed): waiting for the CSI driver to make it ready to use",
+			vs.Name, claim, rep.Status.CreationTime.UTC().Format(time.RFC3339)))
+	}
 	return r.snapshotVerdict(node, rep, vs, valkeyv1.ReasonSnapshotPending,
 		fmt.Sprintf("VolumeSnapshot %s of claim %s is being taken: waiting for the snapshot-controller and the CSI driver to make it ready to use", vs.Name, claim))
 }
@@ -216,7 +225,7 @@ func (r *Reconciler) observeSnapshot(node *valkeyv1.ValkeyNode, sp *valkeyv1.Sav
 // (reason: the condition's) when it turns to a failure reason for the node's backup.
 func (r *Reconciler) snapshotVerdict(node *valkeyv1.ValkeyNode, rep *snapshotReport, vs *snapshotv1.VolumeSnapshot, reason, msg string) *snapshotReport {
 	rep.Cond = status.Condition(valkeyv1.ConditionSnapshotReady, reason == valkeyv1.ReasonSnapshotReady, reason, msg)
-	if reason == valkeyv1.ReasonSnapshotReady || reason == valkeyv1.ReasonSnapshotPending {
+	if reason == valkeyv1.ReasonSnapshotReady || reason == valkeyv1.ReasonSnapshotPending || reason == valkeyv1.ReasonSnapshotCut {
 		return rep
 	}
 	cur := status.Get(node.Status.Conditions, valkeyv1.ConditionSnapshotReady)

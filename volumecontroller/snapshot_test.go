@@ -137,20 +137,34 @@ var _ = Describe("snapshots for a backup", func() {
 		Expect(snapshotStatus(ctx, node)()).To(Equal(&valkeyv1.SnapshotStatus{Name: "nightly-2", Backup: "nightly"}))
 		Eventually(eventReasons(ctx, node)).Should(ContainElement("Normal/SnapshotCreated"))
 
+		By("the driver cuts it (creationTime), and is still making it ready to use")
+		cut := time.Date(2026, 11, 30, 12, 0, 5, 0, time.UTC)
+		setSnapshotStatus(ctx, ns, "nightly-2", func(s *snapshotv1.VolumeSnapshotStatus) {
+			s.BoundVolumeSnapshotContentName = ptr.To("snapcontent-1")
+			s.CreationTime = ptr.To(metav1.NewTime(cut))
+			s.ReadyToUse = ptr.To(false)
+		})
+		Eventually(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("False/SnapshotCut"))
+		Expect(snapshotStatus(ctx, node)().CreationTime).To(HaveField("Time", BeTemporally("==", cut)))
+		Expect(eventReasons(ctx, node)()).NotTo(ContainElement("Warning/SnapshotCut"))
+
 		By("the snapshot-controller makes it ready")
 		setSnapshotStatus(ctx, ns, "nightly-2", func(s *snapshotv1.VolumeSnapshotStatus) {
 			s.ReadyToUse = ptr.To(true)
 			s.RestoreSize = ptr.To(resource.MustParse("1Gi"))
 		})
 		Eventually(condition(ctx, node, valkeyv1.ConditionSnapshotReady)).Should(Equal("True/SnapshotReady"))
-		Expect(snapshotStatus(ctx, node)()).To(Equal(&valkeyv1.SnapshotStatus{Name: "nightly-2", Backup: "nightly", ReadyToUse: true, RestoreSize: "1Gi"}))
+		got := snapshotStatus(ctx, node)()
+		Expect(got.CreationTime).To(HaveField("Time", BeTemporally("==", cut)))
+		got.CreationTime = nil
+		Expect(got).To(Equal(&valkeyv1.SnapshotStatus{Name: "nightly-2", Backup: "nightly", ReadyToUse: true, RestoreSize: "1Gi"}))
 		Expect(condition(ctx, node, valkeyv1.ConditionVolumeReady)()).To(Equal("True/Bound"))
 
 		By("the snapshot-controller's bookkeeping changes nothing the node reports: no status write")
 		writes := controllerWrites.in(ns)()
 		setSnapshotStatus(ctx, ns, "nightly-2", func(s *snapshotv1.VolumeSnapshotStatus) {
-			s.BoundVolumeSnapshotContentName = ptr.To("snapcontent-1")
-			s.CreationTime = ptr.To(metav1.Now())
+			s.BoundVolumeSnapshotContentName = ptr.To("snapcontent-2")
+			s.VolumeGroupSnapshotName = ptr.To("group-1")
 		})
 		Consistently(controllerWrites.in(ns)).Should(Equal(writes))
 

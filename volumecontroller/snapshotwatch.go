@@ -35,7 +35,7 @@ func savedPointChanged() predicate.Funcs {
 }
 
 // snapshotChanged passes VolumeSnapshot creations, deletions and the updates the
-// controller reports: readiness, error, restore size, labels and owners (not the
+// controller reports: readiness, error, restore size, cut time, labels and owners (not the
 // snapshot-controller's bookkeeping).
 func snapshotChanged() predicate.TypedFuncs[client.Object] {
 	return predicate.TypedFuncs[client.Object]{
@@ -56,7 +56,7 @@ func reported(vs *snapshotv1.VolumeSnapshot) snapshotv1.VolumeSnapshotStatus {
 	if vs.Status == nil {
 		return snapshotv1.VolumeSnapshotStatus{}
 	}
-	st := snapshotv1.VolumeSnapshotStatus{ReadyToUse: vs.Status.ReadyToUse, RestoreSize: vs.Status.RestoreSize}
+	st := snapshotv1.VolumeSnapshotStatus{ReadyToUse: vs.Status.ReadyToUse, RestoreSize: vs.Status.RestoreSize, CreationTime: vs.Status.CreationTime}
 	if vs.Status.Error != nil {
 		st.Error = &snapshotv1.VolumeSnapshotError{Message: vs.Status.Error.Message}
 	}

@@ -267,4 +267,8 @@ type SnapshotStatus struct {
 	// RestoreSize is the VolumeSnapshot's restore size.
 	// +optional
 	RestoreSize string `json:"restoreSize,omitempty"`
+	// CreationTime is the VolumeSnapshot's creationTime: when it was cut. The volume's
+	// content in the snapshot is fixed from then, before it may be ready to use.
+	// +optional
+	CreationTime *metav1.Time `json:"creationTime,omitempty"`
 }

@@ -253,6 +253,10 @@ const (
 	ReasonSnapshotReady    = "SnapshotReady"
 	// ReasonSnapshotPending (SnapshotReady=False): the VolumeSnapshot is being taken.
 	ReasonSnapshotPending = "SnapshotPending"
+	// ReasonSnapshotCut (SnapshotReady=False): the VolumeSnapshot was cut (it has a
+	// creationTime: the volume's content in it is fixed) and the driver is still making it
+	// ready to use (an upload, say). The backup no longer holds slot moves for it.
+	ReasonSnapshotCut = "SnapshotCut"
 	// ReasonSnapshotFailed (SnapshotReady=False; backup Ready=False): the VolumeSnapshot
 	// reports an error; the message has it.
 	ReasonSnapshotFailed = "SnapshotFailed"
