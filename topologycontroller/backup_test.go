@@ -14,6 +14,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	"github.com/valkey-io/valkey-go"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -84,6 +85,14 @@ func reportSnapshot(ns, node string, cond metav1.Condition, snap *valkeyv1.Snaps
 func snapshotReady(ns, node, backup string, shard int32) {
 	reportSnapshot(ns, node, status.Condition(valkeyv1.ConditionSnapshotReady, true, valkeyv1.ReasonSnapshotReady, ""),
 		&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName(backup, shard), Backup: backup, ReadyToUse: true, RestoreSize: "1Gi"})
+}
+
+// cutSnapshot reports the node's snapshot for the backup cut (it has a creationTime), not
+// yet ready to use.
+func cutSnapshot(ns, node, backup string, shard int32) {
+	cut := metav1.Now()
+	reportSnapshot(ns, node, status.Condition(valkeyv1.ConditionSnapshotReady, false, valkeyv1.ReasonSnapshotCut, "uploading"),
+		&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName(backup, shard), Backup: backup, CreationTime: &cut})
 }
 
 // savedPointOf is the node's saved point while BackupPointSaved is True (nil otherwise).
@@ -366,9 +375,7 @@ var _ = Describe("Backups", func() {
 		By("the snapshots are cut, not yet ready to use: the slots move while the backup waits for them")
 		shards := getBackup(ns, "b").Status.Shards
 		for _, sh := range shards {
-			cut := metav1.Now()
-			reportSnapshot(ns, sh.Node, status.Condition(valkeyv1.ConditionSnapshotReady, false, valkeyv1.ReasonSnapshotCut, "uploading"),
-				&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName("b", sh.Shard), Backup: "b", CreationTime: &cut})
+			cutSnapshot(ns, sh.Node, "b", sh.Shard)
 		}
 		Eventually(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 2*formTimeout).Should(BeNumerically(">", 0))
 		Eventually(func() error { return checkHealthy(f, pw, 3, 0) }, 2*formTimeout).Should(Succeed())
@@ -379,6 +386,48 @@ var _ = Describe("Backups", func() {
 			snapshotReady(ns, sh.Node, "b", sh.Shard)
 		}
 		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
+	})
+
+	It("keeps a saved replica through a scale-in of replicas until its snapshot is ready", func() {
+		ns := newNamespace()
+		formPersistentCluster(ns, "keep", 1, 1, false)
+		replica := shardReplica(ns, "keep", 0)
+		Expect(replica).To(Equal(valkeyv1.NodeName("keep", 0, 1)), "the replica is the index a scale-in removes")
+		newBackup(ns, "b", "keep")
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		cutSnapshot(ns, replica, "b", 0)
+
+		By("the replicas scale in while the snapshot uploads: the saved replica stays, and the cluster says why")
+		patchSpec(ns, "keep", `{"replicas":0}`)
+		Eventually(func() string { return progressMessage(ns, "keep") }, 20*time.Second).Should(ContainSubstring("node " + replica + " is removed once the backup b has its snapshot"))
+		Consistently(func() bool { return getNode(ns, replica).DeletionTimestamp.IsZero() }, 2*time.Second).Should(BeTrue())
+
+		By("the snapshot is ready: the backup completes and the replica goes")
+		snapshotReady(ns, replica, "b", 0)
+		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
+		Eventually(func() bool {
+			var n valkeyv1.ValkeyNode
+			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: replica}, &n)
+			return apierrors.IsNotFound(err) || (err == nil && !n.DeletionTimestamp.IsZero())
+		}, 30*time.Second).Should(BeTrue())
+	})
+
+	It("fails a backup whose saved node is deleted before its snapshot is ready", func() {
+		ns := newNamespace()
+		formPersistentCluster(ns, "lose", 1, 1, false)
+		replica := shardReplica(ns, "lose", 0)
+		Expect(replica).To(Equal(valkeyv1.NodeName("lose", 0, 1)), "the replica is the index a scale-in removes")
+		newBackup(ns, "b", "lose")
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		cutSnapshot(ns, replica, "b", 0)
+		patchSpec(ns, "lose", `{"replicas":0}`)
+		Eventually(func() string { return progressMessage(ns, "lose") }, 20*time.Second).Should(ContainSubstring("removed once the backup b"))
+
+		By("someone deletes the held replica by hand")
+		Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
+		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Failed/SnapshotFailed"))
+		Expect(backupMessage(ns, "b")).To(And(ContainSubstring(replica), ContainSubstring("was deleted before its snapshot")))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonSnapshotFailed) }, 10*time.Second).Should(Equal(1))
 	})
 
 	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {

@@ -19,7 +19,9 @@ func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *va
 	for _, e := range b.Status.Shards {
 		n := nodeNamed(st, e.Node)
 		if n == nil {
-			continue
+			msg := fmt.Sprintf("shard %d: node %s, saved for this backup, was deleted before its snapshot was reported ready to use; take the backup again", e.Shard, e.Node)
+			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotFailed, "Snapshot", "%s", msg)
+			return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotFailed, msg))
 		}
 		snap := nodeSnapshot(n, b.Name)
 		c := status.Get(n.Status.Conditions, valkeyv1.ConditionSnapshotReady)

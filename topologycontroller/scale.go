@@ -44,6 +44,10 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 		if !deletable(st, n) {
 			continue
 		}
+		if sp := carriedPoint(n); sp != nil {
+			st.wait(fmt.Sprintf("node %s is removed once the backup %s has its snapshot", n.Name, sp.Backup), time.Second)
+			continue
+		}
 		if err := r.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !isNotFound(err) {
 			return acted, fmt.Errorf("delete ValkeyNode %s: %w", n.Name, err)
 		}
@@ -74,6 +78,15 @@ func liveShardSizes(st *clusterState) map[int32]int {
 func isReplica(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 	m := st.members[n.Name]
 	return !m.reachable() || !m.self.Primary()
+}
+
+// carriedPoint is the saved point n carries for a backup (nil when none): its volume is
+// being snapshotted, and the backup learns of the snapshot from n's status.
+func carriedPoint(n *valkeyv1.ValkeyNode) *valkeyv1.SavedPoint {
+	if n.Status.Topology == nil {
+		return nil
+	}
+	return n.Status.Topology.SavedPoint
 }
 
 // deletable tells whether n may be removed: it owns no slots (as it says, or as the seed
