@@ -26,8 +26,10 @@ func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackup
 }
 
 // pastRetention are the backups to delete: the Completed ones older than the newest
-// retention Completed ones, and the Failed ones older than the newest Completed one. A
-// backup in progress is never deleted.
+// retention Completed ones, the Failed ones older than the newest Completed one, and the
+// Failed ones past the newest retention Failed ones (a schedule whose backups keep failing
+// keeps the last few to read, not one per scheduled time). A backup in progress is never
+// deleted.
 func pastRetention(items []valkeyv1.ValkeyBackup, retention int) []*valkeyv1.ValkeyBackup {
 	bs := make([]*valkeyv1.ValkeyBackup, 0, len(items))
 	for i := range items {
@@ -43,7 +45,7 @@ func pastRetention(items []valkeyv1.ValkeyBackup, retention int) []*valkeyv1.Val
 		return bs[i].Name > bs[j].Name
 	})
 	var out []*valkeyv1.ValkeyBackup
-	completed := 0
+	completed, failed := 0, 0
 	for _, b := range bs {
 		switch b.Status.Phase {
 		case valkeyv1.BackupCompleted:
@@ -52,7 +54,8 @@ func pastRetention(items []valkeyv1.ValkeyBackup, retention int) []*valkeyv1.Val
 				out = append(out, b)
 			}
 		case valkeyv1.BackupFailed:
-			if completed > 0 {
+			failed++
+			if completed > 0 || failed > retention {
 				out = append(out, b)
 			}
 		}
