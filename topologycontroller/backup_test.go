@@ -289,6 +289,30 @@ var _ = Describe("Backups", func() {
 		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
 	})
 
+	It("saves the primary when the replica chosen does not catch up in time", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "lag", 1, 1, false)
+		replica := shardReplica(ns, "lag", 0)
+		primary := valkeyv1.NodeName("lag", 0, 1-getNode(ns, replica).Spec.ReplicaIndex)
+		w := startWriter(f, pw)
+		defer w.halt()
+		Eventually(w.acked.Load, 10*time.Second).Should(BeNumerically(">", 100))
+
+		By("the replica stops applying its primary's stream (CLIENT PAUSE WRITE); its link stays up")
+		addr := f.server(replica).Addr()
+		_, err := cmd(addr, pw, "CLIENT", "PAUSE", "60000", "WRITE")
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func() { _, _ = cmd(addr, pw, "CLIENT", "UNPAUSE") })
+		start := time.Now()
+		newBackup(ns, "b", "lag")
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		Expect(time.Since(start)).To(BeNumerically(">=", testOptions.BackupCatchUpTimeout), "the replica was waited for first")
+		Expect(getBackup(ns, "b").Status.Shards).To(ConsistOf(HaveField("Node", primary)))
+		Expect(savedPointOf(ns, primary)).NotTo(BeNil())
+		Expect(savedPointOf(ns, replica)).To(BeNil())
+		Expect(w.failed.Load()).To(BeZero(), "no write refused")
+	})
+
 	It("fails a backup whose BGSAVE fails, with SaveFailed, and the next backup saves", func() {
 		ns := newNamespace()
 		f, pw := formPersistentCluster(ns, "bad", 1, 1, false)

@@ -9,10 +9,6 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// catchUpTimeout bounds the wait for a chosen replica to reach its primary's offset at the
-// saved point; past it the primary is saved instead.
-const catchUpTimeout = 30 * time.Second
-
 // saveStage is where one shard's save is.
 type saveStage int
 

@@ -109,7 +109,7 @@ func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (
 	}
 	ss := &shardSave{node: p.node.Name, primary: p.node.Name, at: at, offset: offset, stage: stageBGSave}
 	if chosen != nil {
-		ss.node, ss.stage, ss.deadline = chosen.node.Name, stageCatchUp, at.Add(catchUpTimeout)
+		ss.node, ss.stage, ss.deadline = chosen.node.Name, stageCatchUp, at.Add(r.Options.BackupCatchUpTimeout)
 	}
 	return ss, nil
 }

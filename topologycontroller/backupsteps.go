@@ -30,7 +30,7 @@ func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *member, 
 }
 
 // catchUp waits for the replica to reach the primary's offset at the saved point; past
-// catchUpTimeout the primary is saved instead.
+// Options.BackupCatchUpTimeout the primary is saved instead.
 func catchUp(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
 	info, err := st.cs.str(ctx, m.addr, "INFO", "replication")
 	if err != nil {

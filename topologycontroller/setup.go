@@ -56,6 +56,9 @@ type Options struct {
 	// it doubles with each failure in a row, up to FailoverBackoffMax.
 	FailoverBackoff    time.Duration `mapstructure:"failover-backoff"`
 	FailoverBackoffMax time.Duration `mapstructure:"failover-backoff-max"`
+	// BackupCatchUpTimeout bounds the wait for the replica chosen for a backup to reach its
+	// primary's offset at the saved point; past it the primary is saved instead.
+	BackupCatchUpTimeout time.Duration `mapstructure:"backup-catch-up-timeout"`
 	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
 	// source: a node failing over on its own is only seen by looking).
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
@@ -92,6 +95,7 @@ func DefaultOptions() Options {
 		FailoverTimeout:            30 * time.Second,
 		FailoverBackoff:            10 * time.Second,
 		FailoverBackoffMax:         5 * time.Minute,
+		BackupCatchUpTimeout:       30 * time.Second,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
 		ClusterDomain:              "cluster.local",
@@ -118,6 +122,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.FailoverBackoff, d.FailoverBackoff)
 	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
 	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
+	orDefault(&o.BackupCatchUpTimeout, d.BackupCatchUpTimeout)
 	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
 	// Partitions stays as set: 0 (the zero value) turns sharding off.
 	orDefault(&o.PartitionLeaseDuration, d.PartitionLeaseDuration)
