@@ -11,8 +11,8 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// prune deletes the schedule's backups (backups) past its retention (their VolumeSnapshots go with
-// them, by ownerReference).
+// prune deletes those of the schedule's backups that are past its retention (their
+// VolumeSnapshots go with them, by ownerReference).
 func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, backups []valkeyv1.ValkeyBackup) error {
 	for _, b := range pastRetention(backups, int(s.Spec.Retention)) {
 		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
