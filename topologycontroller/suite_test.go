@@ -38,7 +38,7 @@ var testOptions = topologycontroller.Options{
 	MigrationSlotsPerReconcile: 256,
 	FailoverTimeout:            20 * time.Second,
 	ResyncPeriod:               2 * time.Second,
-	BackupCatchUpTimeout:       5 * time.Second,
+	BackupCatchUpTimeout:       10 * time.Second,
 	OperatorNamespace:          "valkey-operator-system",
 }
 
