@@ -103,29 +103,34 @@ func topologyArgs() string {
 }
 
 // migrationTime is the time from the first Migrating event to the Migrated event of the
-// cluster after since.
+// cluster after since. Events are written asynchronously, after the status that says Ready:
+// they are waited for.
 func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
-	var list eventsv1.EventList
-	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
-	var start, end time.Time
-	for _, e := range list.Items {
-		at := e.EventTime.Time
-		if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || at.Before(since.Truncate(time.Second)) {
-			continue
-		}
-		switch e.Reason {
-		case v1.EventMigrating:
-			if start.IsZero() || at.Before(start) {
-				start = at
+	var took time.Duration
+	EventuallyWithOffset(1, func(g Gomega) {
+		var list eventsv1.EventList
+		g.Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
+		var start, end time.Time
+		for _, e := range list.Items {
+			at := e.EventTime.Time
+			if e.Regarding.Kind != "ValkeyCluster" || e.Regarding.Name != c.Name || at.Before(since.Truncate(time.Second)) {
+				continue
 			}
-		case v1.EventMigrated:
-			if at.After(end) {
-				end = at
+			switch e.Reason {
+			case v1.EventMigrating:
+				if start.IsZero() || at.Before(start) {
+					start = at
+				}
+			case v1.EventMigrated:
+				if at.After(end) {
+					end = at
+				}
 			}
 		}
-	}
-	Expect(start.IsZero() || end.IsZero()).To(BeFalse(), "Migrating and Migrated events after %s", since)
-	return end.Sub(start).Round(time.Millisecond)
+		g.Expect(start.IsZero() || end.IsZero()).To(BeFalse(), "Migrating and Migrated events after %s", since)
+		took = end.Sub(start).Round(time.Millisecond)
+	}).WithTimeout(30 * time.Second).WithPolling(time.Second).Should(Succeed())
+	return took
 }
 
 // expectClusterCheck runs valkey-cli --cluster check in a pod of the cluster and expects it
