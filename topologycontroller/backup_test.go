@@ -87,6 +87,24 @@ func snapshotReady(ns, node, backup string, shard int32) {
 		&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName(backup, shard), Backup: backup, ReadyToUse: true, RestoreSize: "1Gi"})
 }
 
+// scaleInSavedReplica forms a persistent 1 × 1 cluster, takes the backup "b" of it (saved
+// on the replica, its snapshot cut), scales the replicas to 0 and waits until the cluster
+// says the saved replica stays for the backup. It returns the replica's name.
+func scaleInSavedReplica(ns, cluster string) string {
+	formPersistentCluster(ns, cluster, 1, 1, false)
+	replica := shardReplica(ns, cluster, 0)
+	ExpectWithOffset(1, replica).To(Equal(valkeyv1.NodeName(cluster, 0, 1)), "the replica is the index a scale-in removes")
+	newBackup(ns, "b", cluster)
+	EventuallyWithOffset(1, backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+	cutSnapshot(ns, replica, "b", 0)
+
+	By("the replicas scale in while the snapshot uploads: the saved replica stays, and the cluster says why")
+	patchSpec(ns, cluster, `{"replicas":0}`)
+	EventuallyWithOffset(1, func() string { return progressMessage(ns, cluster) }, 20*time.Second).
+		Should(ContainSubstring("node " + replica + " is removed once the backup b has its snapshot"))
+	return replica
+}
+
 // cutSnapshot reports the node's snapshot for the backup cut (it has a creationTime), not
 // yet ready to use.
 func cutSnapshot(ns, node, backup string, shard int32) {
@@ -414,16 +432,7 @@ var _ = Describe("Backups", func() {
 
 	It("keeps a saved replica through a scale-in of replicas until its snapshot is ready", func() {
 		ns := newNamespace()
-		formPersistentCluster(ns, "keep", 1, 1, false)
-		replica := shardReplica(ns, "keep", 0)
-		Expect(replica).To(Equal(valkeyv1.NodeName("keep", 0, 1)), "the replica is the index a scale-in removes")
-		newBackup(ns, "b", "keep")
-		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
-		cutSnapshot(ns, replica, "b", 0)
-
-		By("the replicas scale in while the snapshot uploads: the saved replica stays, and the cluster says why")
-		patchSpec(ns, "keep", `{"replicas":0}`)
-		Eventually(func() string { return progressMessage(ns, "keep") }, 20*time.Second).Should(ContainSubstring("node " + replica + " is removed once the backup b has its snapshot"))
+		replica := scaleInSavedReplica(ns, "keep")
 		Consistently(func() bool { return getNode(ns, replica).DeletionTimestamp.IsZero() }, 2*time.Second).Should(BeTrue())
 
 		By("the snapshot is ready: the backup completes and the replica goes")
@@ -438,14 +447,7 @@ var _ = Describe("Backups", func() {
 
 	It("fails a backup whose saved node is deleted before its snapshot is ready", func() {
 		ns := newNamespace()
-		formPersistentCluster(ns, "lose", 1, 1, false)
-		replica := shardReplica(ns, "lose", 0)
-		Expect(replica).To(Equal(valkeyv1.NodeName("lose", 0, 1)), "the replica is the index a scale-in removes")
-		newBackup(ns, "b", "lose")
-		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
-		cutSnapshot(ns, replica, "b", 0)
-		patchSpec(ns, "lose", `{"replicas":0}`)
-		Eventually(func() string { return progressMessage(ns, "lose") }, 20*time.Second).Should(ContainSubstring("removed once the backup b"))
+		replica := scaleInSavedReplica(ns, "lose")
 
 		By("someone deletes the held replica by hand")
 		Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
