@@ -73,7 +73,10 @@ func Of(key string, n int) int {
 func (c Config) leaseName(p int) string { return fmt.Sprintf("%s-p%02d", c.Name, p) }
 
 // memberName is the Lease that shows this replica alive.
-func (c Config) memberName() string { return c.Name + "-m-" + c.Identity }
+func (c Config) memberName() string { return c.memberOf(c.Identity) }
+
+// memberOf is the Lease that shows the replica identity alive.
+func (c Config) memberOf(identity string) string { return c.Name + "-m-" + identity }
 
 // share is the number of partitions a replica holds when live replicas are alive.
 func (c Config) share(live int) int {

@@ -162,14 +162,14 @@ func (s *Set) renewHeld(ctx context.Context, leases map[string]*coordinationv1.L
 	}
 }
 
-// acquire takes free or expired partitions while this replica holds fewer than share. It
-// starts at a place of its own (a hash of its identity) so that replicas starting together
-// contend for different Leases.
+// acquire takes free or expired partitions while this replica holds fewer than share, and
+// frees the expired ones it cannot take (see free). It starts at a place of its own (a hash
+// of its identity) so that replicas starting together contend for different Leases.
 func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lease, share int, now time.Time) {
 	n := s.cfg.Partitions
 	start := Of(s.cfg.Identity, n)
 	for i := range n {
-		if s.count() >= share || ctx.Err() != nil {
+		if ctx.Err() != nil {
 			return
 		}
 		p := (start + i) % n
@@ -179,6 +179,10 @@ func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lea
 		name := s.cfg.leaseName(p)
 		l := leases[name]
 		if l != nil && holderOf(l) != s.cfg.Identity && !s.expired(name, now) {
+			continue
+		}
+		if s.count() >= share {
+			s.free(ctx, leases, p)
 			continue
 		}
 		sent := time.Now()
@@ -197,6 +201,49 @@ func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lea
 		s.gain(p, sent, l)
 		leases[name] = l // renewHeld, later in the round, finds it held
 	}
+}
+
+// free writes free the Lease l of partition p, expired by this replica's clock, when this
+// replica is at its share and cannot take it, and deletes the member Lease of its dead
+// holder (see forget). The replica under its share then takes it at once (the release
+// wakes it) even when it has not watched the Lease for a whole lease duration yet, as a
+// replica just restarted or replacing the dead one has not: without this it would take it
+// a lease duration after its own start, not after the last renewal. Freeing is as safe as
+// taking: the holder stopped acting at its renew deadline, and the write carries the
+// resourceVersion seen, so it fails if the holder renewed since.
+func (s *Set) free(ctx context.Context, leases map[string]*coordinationv1.Lease, p int) {
+	l := leases[s.cfg.leaseName(p)]
+	if l == nil || holderOf(l) == "" || holderOf(l) == s.cfg.Identity {
+		return
+	}
+	dead := holderOf(l)
+	if err := s.write(ctx, l, "", false); err != nil {
+		s.log.V(1).Info("free an expired partition lease failed", "partition", p, "error", err.Error())
+		return
+	}
+	s.log.Info("freed an expired partition lease for a replica under its share", "partition", p, "holder", dead)
+	s.forget(ctx, leases, dead)
+}
+
+// forget deletes the member Lease of holder, a replica whose partition Lease has expired:
+// it is gone (see liveMembers), and once its partitions are freed nothing else shows it,
+// so every replica would count it alive until its member Lease expired by its own clock,
+// a lease duration after it first saw it for a replica just started. A replica wrongly
+// forgotten writes its member Lease again at its next round. The delete is conditional on
+// the version seen.
+func (s *Set) forget(ctx context.Context, leases map[string]*coordinationv1.Lease, holder string) {
+	name := s.cfg.memberOf(holder)
+	l := leases[name]
+	if l == nil || holderOf(l) != holder {
+		return
+	}
+	rv := l.ResourceVersion
+	leaseWrites.Inc()
+	if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+		s.log.V(1).Info("delete a dead replica's member lease failed", "lease", name, "error", err.Error())
+		return
+	}
+	delete(leases, name)
 }
 
 // releaseAbove gives up the highest partitions held above share, for other replicas.

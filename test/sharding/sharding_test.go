@@ -34,67 +34,128 @@ const (
 	margin = retryPeriod * 3 / 4
 )
 
+// restartDelay is how long after its crash a replica comes back under a new identity, as a
+// container restarted by the kubelet does (seconds): longer than the margin, so a restarted
+// replica that waited to see a Lease unchanged for a lease duration itself would miss the bound.
+const restartDelay = 3 * time.Second
+
 var _ = Describe("Two topology managers with partitioned leases", func() {
 	It("never reconcile one cluster at once, share the clusters, and hand a dead one's over within a lease period", func() {
-		leaseNS, ns := newNamespace("valkey-system-"), newNamespace("sharding-")
-		rec := newRecorder()
-		a := startManager(rec, leaseNS, "replica-a")
-		b := startManager(rec, leaseNS, "replica-b")
-		DeferCleanup(a.stop)
-		DeferCleanup(b.stop)
-		var keys []string
-		for i := range clusters {
-			keys = append(keys, createCluster(ns, fmt.Sprintf("c%02d", i)))
-		}
-
-		By("both managers reconcile, each a share of the clusters, never one cluster at once")
-		Eventually(func(g Gomega) {
-			ca, cb := rec.Clusters("replica-a"), rec.Clusters("replica-b")
-			g.Expect(ca).NotTo(BeEmpty())
-			g.Expect(cb).NotTo(BeEmpty())
-			g.Expect(append(ca, cb...)).To(ContainElements(keys))
-		}).Should(Succeed())
-		Expect(rec.Overlaps()).To(BeEmpty())
-		Eventually(leaseHolders(leaseNS)).Should(SatisfyAll(
-			HaveLen(*partitions), ContainElement("replica-a"), ContainElement("replica-b")))
-
-		By("replica-a stops without releasing its leases, as a crash does")
-		held := partitionsOf(leaseNS, "replica-a")
-		Expect(held).NotTo(BeEmpty())
-		a.stop()
-		stopped := time.Now()
-		lastRenewed := renewTimes(leaseNS, "replica-a")
+		f := startTwo()
+		c := f.crashA()
 
 		By("replica-b reconciles replica-a's clusters within a lease period and one round of the queue")
-		var moved []string
-		for _, key := range keys {
-			if held[partition.Of(key, *partitions)] {
-				moved = append(moved, key)
-			}
-		}
-		Expect(moved).NotTo(BeEmpty())
-		Eventually(func(g Gomega) {
-			for _, key := range moved {
-				g.Expect(rec.FirstSince("replica-b", key, stopped)).NotTo(BeZero(), key)
-			}
-		}).WithTimeout(leaseDuration + 2*retryPeriod + 2*time.Second).Should(Succeed())
-		var slowest time.Duration
-		for _, key := range moved {
-			slowest = max(slowest, rec.FirstSince("replica-b", key, stopped).Sub(stopped))
-		}
-		GinkgoWriter.Printf("hand-over: %d clusters of %d partitions, the last reconciled by replica-b %s after replica-a stopped (lease duration %s)\n",
-			len(moved), len(held), slowest.Round(time.Millisecond), leaseDuration)
-		Eventually(leaseHolders(leaseNS)).Should(HaveEach("replica-b"))
-		// replica-a died after its last renewal of any of its Leases (partitions and member):
-		// replica-b sees each renewal by its watch and wakes when the Lease expires by its own
-		// clock, so it takes them a lease duration after that renewal, plus the latency of a
-		// watch event, a list and an update (margin), not at its next round.
-		gap := handoverGap(leaseNS, lastRenewed)
-		GinkgoWriter.Printf("hand-over: replica-b acquired replica-a's Leases at most %s after its last renewal (lease duration %s)\n", gap.Round(time.Millisecond), leaseDuration)
-		Expect(gap).To(BeNumerically("<=", leaseDuration+margin))
-		Expect(rec.Overlaps()).To(BeEmpty())
+		f.expectHandedOver(c, "replica-b")
+		Eventually(leaseHolders(f.leaseNS)).Should(HaveEach("replica-b"))
+	})
+
+	It("hand a crashed replica's clusters over a lease period after its last renewal when it restarts, though the survivor is at its share", func() {
+		f := startTwo()
+		c := f.crashA()
+
+		By("replica-a comes back as replica-a2 (a container restart: a new identity) while its Leases have not expired")
+		<-time.After(restartDelay)
+		a2 := startManager(f.rec, f.leaseNS, "replica-a2")
+		DeferCleanup(a2.stop)
+
+		By("replica-b, at its share of two replicas, frees the expired Leases and replica-a2 takes them at once")
+		f.expectHandedOver(c, "replica-b", "replica-a2")
+		Expect(partitionsOf(f.leaseNS, "replica-a2")).NotTo(BeEmpty(), "replica-a2 holds its share")
 	})
 })
+
+// two is a pair of managers sharing the partitions of clusters ValkeyClusters.
+type two struct {
+	leaseNS string
+	rec     *recorder
+	a, b    *manager
+	keys    []string
+}
+
+// startTwo starts replica-a and replica-b, creates the clusters, and waits until both
+// reconcile a share of them and every partition is held.
+func startTwo() *two {
+	f := &two{rec: newRecorder()}
+	f.leaseNS = newNamespace("valkey-system-")
+	ns := newNamespace("sharding-")
+	f.a = startManager(f.rec, f.leaseNS, "replica-a")
+	f.b = startManager(f.rec, f.leaseNS, "replica-b")
+	DeferCleanup(f.a.stop)
+	DeferCleanup(f.b.stop)
+	for i := range clusters {
+		f.keys = append(f.keys, createCluster(ns, fmt.Sprintf("c%02d", i)))
+	}
+
+	By("both managers reconcile, each a share of the clusters, never one cluster at once")
+	Eventually(func(g Gomega) {
+		ca, cb := f.rec.Clusters("replica-a"), f.rec.Clusters("replica-b")
+		g.Expect(ca).NotTo(BeEmpty())
+		g.Expect(cb).NotTo(BeEmpty())
+		g.Expect(append(ca, cb...)).To(ContainElements(f.keys))
+	}).Should(Succeed())
+	Expect(f.rec.Overlaps()).To(BeEmpty())
+	Eventually(leaseHolders(f.leaseNS)).Should(SatisfyAll(
+		HaveLen(*partitions), ContainElement("replica-a"), ContainElement("replica-b")))
+	return f
+}
+
+// crash is replica-a's crash: what it held, when it stopped, and its last renewals.
+type crash struct {
+	held        map[int]bool
+	stopped     time.Time
+	lastRenewed map[string]time.Time
+}
+
+// crashA stops replica-a without releasing its Leases, as a crash does.
+func (f *two) crashA() crash {
+	By("replica-a stops without releasing its leases, as a crash does")
+	held := partitionsOf(f.leaseNS, "replica-a")
+	Expect(held).NotTo(BeEmpty())
+	f.a.stop()
+	return crash{held: held, stopped: time.Now(), lastRenewed: renewTimes(f.leaseNS, "replica-a")}
+}
+
+// expectHandedOver checks that replica-a's clusters are reconciled again by one of takers
+// and its Leases taken by them, a lease duration after its last renewal plus the margin.
+func (f *two) expectHandedOver(c crash, takers ...string) {
+	var moved []string
+	for _, key := range f.keys {
+		if c.held[partition.Of(key, *partitions)] {
+			moved = append(moved, key)
+		}
+	}
+	Expect(moved).NotTo(BeEmpty())
+	first := func(key string) time.Time {
+		var t time.Time
+		for _, by := range takers {
+			if s := f.rec.FirstSince(by, key, c.stopped); !s.IsZero() && (t.IsZero() || s.Before(t)) {
+				t = s
+			}
+		}
+		return t
+	}
+	Eventually(func(g Gomega) {
+		for _, key := range moved {
+			g.Expect(first(key)).NotTo(BeZero(), key)
+		}
+	}).WithTimeout(leaseDuration + 2*retryPeriod + 2*time.Second).Should(Succeed())
+	var slowest time.Duration
+	for _, key := range moved {
+		slowest = max(slowest, first(key).Sub(c.stopped))
+	}
+	GinkgoWriter.Printf("hand-over: %d clusters of %d partitions, the last reconciled by %v %s after replica-a stopped (lease duration %s)\n",
+		len(moved), len(c.held), takers, slowest.Round(time.Millisecond), leaseDuration)
+	Eventually(leaseHolders(f.leaseNS)).Should(HaveEach(BeElementOf(takers)))
+	// replica-a died after its last renewal of any of its Leases (partitions and member):
+	// the others see each renewal by their watch and wake when the Lease expires by their
+	// own clock, so it is taken a lease duration after that renewal, plus the latency of a
+	// watch event, a list and an update or two (margin), not at a later round.
+	gap := handoverGap(f.leaseNS, c.lastRenewed)
+	GinkgoWriter.Printf("hand-over: %v acquired replica-a's Leases at most %s after its last renewal (lease duration %s)\n",
+		takers, gap.Round(time.Millisecond), leaseDuration)
+	Expect(gap).To(BeNumerically("<=", leaseDuration+margin))
+	Expect(f.rec.Overlaps()).To(BeEmpty())
+}
 
 // manager is one topology manager running in this process.
 type manager struct {
