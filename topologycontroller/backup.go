@@ -84,7 +84,10 @@ func (r *Reconciler) advanceBackup(ctx context.Context, st *clusterState, b *val
 	if backupFinished(b) {
 		return nil
 	}
-	return r.checkSnapshots(ctx, st, b)
+	if err := r.checkSnapshots(ctx, st, b); err != nil || backupFinished(b) {
+		return err
+	}
+	return r.checkCut(ctx, st, b)
 }
 
 // clusterBackups lists the cluster's ValkeyBackups, oldest first.
@@ -136,20 +139,24 @@ func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) strin
 // snapshotsCut tells whether the snapshot of every shard of b is cut (it has a creationTime
 // or is ready to use): the volumes' content in them is fixed.
 func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
-	if int32(len(b.Status.Shards)) < b.Status.ShardCount {
-		return false
-	}
+	return int32(len(b.Status.Shards)) >= b.Status.ShardCount && len(uncutSnapshots(st, b)) == 0
+}
+
+// uncutSnapshots describes the shards of b saved so far whose snapshot is not cut yet.
+func uncutSnapshots(st *clusterState, b *valkeyv1.ValkeyBackup) []string {
+	var out []string
 	for _, e := range b.Status.Shards {
 		n := nodeNamed(st, e.Node)
 		if n == nil {
-			return false
+			out = append(out, fmt.Sprintf("shard %d (node %s is gone)", e.Shard, e.Node))
+			continue
 		}
 		snap := nodeSnapshot(n, b.Name)
 		if snap == nil || (!snap.ReadyToUse && snap.CreationTime == nil) {
-			return false
+			out = append(out, fmt.Sprintf("shard %d (VolumeSnapshot %s of node %s)", e.Shard, valkeyv1.SnapshotName(b.Name, e.Shard), e.Node))
 		}
 	}
-	return true
+	return out
 }
 
 // backupFinished tells whether b is Completed or Failed.

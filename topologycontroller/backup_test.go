@@ -456,6 +456,29 @@ var _ = Describe("Backups", func() {
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonSnapshotFailed) }, 10*time.Second).Should(Equal(1))
 	})
 
+	It("fails a backup whose snapshot is never cut, with SnapshotTimeout, and slots move again", func() {
+		ns := newNamespace()
+		f, pw := formPersistentCluster(ns, "stuck", 1, 0, false)
+		newBackup(ns, "b", "stuck")
+		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
+		saved := getBackup(ns, "b").Status.Shards[0]
+
+		By("no snapshot is ever cut: a shard added meanwhile gets no slot until the cut timeout")
+		setShards(ns, "stuck", 2)
+		added := valkeyv1.NodeName("stuck", 1, 0)
+		Eventually(func() string { return progressMessage(ns, "stuck") }, formTimeout).Should(ContainSubstring("wait for the backup b"))
+		Eventually(backupState(ns, "b"), testOptions.BackupCutTimeout+20*time.Second).Should(Equal("Failed/SnapshotTimeout"))
+		Expect(time.Since(saved.SavedAt.Time)).To(BeNumerically(">=", testOptions.BackupCutTimeout))
+		Expect(backupMessage(ns, "b")).To(And(ContainSubstring("shard 0"), ContainSubstring(valkeyv1.SnapshotName("b", 0)),
+			ContainSubstring(saved.Node), ContainSubstring("not cut within 45s")))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonSnapshotTimeout) }, 10*time.Second).Should(Equal(1))
+
+		By("the hold is released: the saved point goes and the new shard gets its slots")
+		Eventually(func() error { return noSavedPoints(ns) }, 20*time.Second).Should(Succeed())
+		Eventually(func() int32 { return getNode(ns, added).Status.Topology.Slots }, 2*formTimeout).Should(BeNumerically(">", 0))
+		Eventually(func() error { return checkHealthy(f, pw, 2, 0) }, 2*formTimeout).Should(Succeed())
+	})
+
 	It("fails a backup of a cluster without persistence, and keeps one of a missing cluster Pending", func() {
 		ns := newNamespace()
 		formCluster(ns, "mem", 1, 0)

@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,6 +45,43 @@ func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *va
 	}
 	r.backupEvent(b, nil, corev1.EventTypeNormal, valkeyv1.EventBackupCompleted, "Snapshot", "%d shards snapshotted", len(shards))
 	return nil
+}
+
+// checkCut fails a Snapshotting backup whose snapshots are not all cut within
+// BackupCutTimeout of its last saved point: it holds slot moves until they are (see
+// backupUnderway), so a snapshot controller or CSI driver that never cuts one would stop
+// every scale and drain of the cluster. Until then it looks again at the deadline.
+func (r *Reconciler) checkCut(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+	if b.Status.Phase != valkeyv1.BackupSnapshotting {
+		return nil
+	}
+	uncut := uncutSnapshots(st, b)
+	if len(uncut) == 0 {
+		return nil
+	}
+	if left := time.Until(lastSaved(b).Add(r.Options.BackupCutTimeout)); left > 0 {
+		st.lookAgain(left)
+		return nil
+	}
+	msg := fmt.Sprintf("%s not cut within %s of the last saved point (--backup-cut-timeout); slot moves, held until then, go on. "+
+		"Check the snapshot controller and the CSI driver (kubectl describe volumesnapshot), then take the backup again",
+		strings.Join(uncut, ", "), r.Options.BackupCutTimeout)
+	r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotTimeout, "Snapshot", "%s", msg)
+	return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotTimeout, msg))
+}
+
+// lastSaved is when the last of b's shards was saved (its start when none says).
+func lastSaved(b *valkeyv1.ValkeyBackup) time.Time {
+	var last time.Time
+	if b.Status.StartedAt != nil {
+		last = b.Status.StartedAt.Time
+	}
+	for _, e := range b.Status.Shards {
+		if e.SavedAt != nil && e.SavedAt.After(last) {
+			last = e.SavedAt.Time
+		}
+	}
+	return last
 }
 
 // nodeSnapshot is n's snapshot status for the backup named (nil when it reports another's

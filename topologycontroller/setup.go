@@ -59,6 +59,10 @@ type Options struct {
 	// BackupCatchUpTimeout bounds the wait for the replica chosen for a backup to reach its
 	// primary's offset at the saved point; past it the primary is saved instead.
 	BackupCatchUpTimeout time.Duration `mapstructure:"backup-catch-up-timeout"`
+	// BackupCutTimeout bounds the wait, after a backup's last shard is saved, for every
+	// shard's VolumeSnapshot to be cut: slot moves are held meanwhile, so past it the
+	// backup fails (SnapshotTimeout) and they go on.
+	BackupCutTimeout time.Duration `mapstructure:"backup-cut-timeout"`
 	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
 	// source: a node failing over on its own is only seen by looking).
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
@@ -96,6 +100,7 @@ func DefaultOptions() Options {
 		FailoverBackoff:            10 * time.Second,
 		FailoverBackoffMax:         5 * time.Minute,
 		BackupCatchUpTimeout:       30 * time.Second,
+		BackupCutTimeout:           10 * time.Minute,
 		ResyncPeriod:               30 * time.Second,
 		MaxConcurrentReconciles:    4,
 		ClusterDomain:              "cluster.local",
@@ -123,6 +128,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
 	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
 	orDefault(&o.BackupCatchUpTimeout, d.BackupCatchUpTimeout)
+	orDefault(&o.BackupCutTimeout, d.BackupCutTimeout)
 	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
 	// Partitions stays as set: 0 (the zero value) turns sharding off.
 	orDefault(&o.PartitionLeaseDuration, d.PartitionLeaseDuration)

@@ -39,7 +39,9 @@ var testOptions = topologycontroller.Options{
 	FailoverTimeout:            20 * time.Second,
 	ResyncPeriod:               2 * time.Second,
 	BackupCatchUpTimeout:       10 * time.Second,
-	OperatorNamespace:          "valkey-operator-system",
+	// Longer than any spec takes between a backup's last save and the cut it reports.
+	BackupCutTimeout:  45 * time.Second,
+	OperatorNamespace: "valkey-operator-system",
 }
 
 var _ = BeforeSuite(func() {

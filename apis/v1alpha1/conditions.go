@@ -283,6 +283,9 @@ const (
 	ReasonSnapshotting = "Snapshotting"
 	// ReasonSaveFailed (Failed): BGSAVE failed on a node; the message has the server's error.
 	ReasonSaveFailed = "SaveFailed"
+	// ReasonSnapshotTimeout (Failed): a shard's VolumeSnapshot was not cut within
+	// --backup-cut-timeout of the last saved point; the message names it.
+	ReasonSnapshotTimeout = "SnapshotTimeout"
 
 	// ConditionRestored (ValkeyCluster with spec.restoreFrom, writer: topology controller):
 	// True once every shard's restored node serves its slots.

@@ -28,6 +28,7 @@ func main() {
 	fs.Duration("failover-backoff-max", d.FailoverBackoffMax, "longest wait between two tries of a failover")
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
 	fs.Duration("backup-catch-up-timeout", d.BackupCatchUpTimeout, "how long a backup waits for the replica it saves to reach its primary's offset at the saved point before it saves the primary instead")
+	fs.Duration("backup-cut-timeout", d.BackupCutTimeout, "how long after its last shard is saved a backup waits for every shard's VolumeSnapshot to be cut (slot moves are held meanwhile) before it fails with SnapshotTimeout")
 	fs.String("cluster-domain", d.ClusterDomain, "the Kubernetes cluster's DNS domain, in the names of generated certificates")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace every cluster's NetworkPolicy admits to both ports (this controller's: $POD_NAMESPACE by default)")

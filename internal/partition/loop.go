@@ -185,21 +185,34 @@ func (s *Set) acquire(ctx context.Context, leases map[string]*coordinationv1.Lea
 			s.free(ctx, leases, p)
 			continue
 		}
-		sent := time.Now()
-		var err error
-		if l == nil {
-			l = s.newLease(name, RolePartition)
-			leaseWrites.Inc()
-			err = s.c.Create(ctx, l)
-		} else {
-			err = s.write(ctx, l, s.cfg.Identity, true)
-		}
-		if err != nil {
-			s.log.V(1).Info("acquire a partition lease failed", "partition", p, "error", err.Error())
-			continue
-		}
-		s.gain(p, sent, l)
-		leases[name] = l // renewHeld, later in the round, finds it held
+		s.take(ctx, leases, p)
+	}
+}
+
+// take writes the Lease of p (free, expired or missing) held by this replica and starts the
+// hold. The dead holder of a Lease taken is forgotten (see forget).
+func (s *Set) take(ctx context.Context, leases map[string]*coordinationv1.Lease, p int) {
+	name := s.cfg.leaseName(p)
+	l := leases[name]
+	sent := time.Now()
+	var err error
+	dead := ""
+	if l == nil {
+		l = s.newLease(name, RolePartition)
+		leaseWrites.Inc()
+		err = s.c.Create(ctx, l)
+	} else {
+		dead = holderOf(l)
+		err = s.write(ctx, l, s.cfg.Identity, true)
+	}
+	if err != nil {
+		s.log.V(1).Info("acquire a partition lease failed", "partition", p, "error", err.Error())
+		return
+	}
+	s.gain(p, sent, l)
+	leases[name] = l // renewHeld, later in the round, finds it held
+	if dead != "" && dead != s.cfg.Identity {
+		s.forget(ctx, leases, dead)
 	}
 }
 
@@ -226,9 +239,11 @@ func (s *Set) free(ctx context.Context, leases map[string]*coordinationv1.Lease,
 }
 
 // forget deletes the member Lease of holder, a replica whose partition Lease has expired:
-// it is gone (see liveMembers), and once its partitions are freed nothing else shows it,
-// so every replica would count it alive until its member Lease expired by its own clock,
-// a lease duration after it first saw it for a replica just started. A replica wrongly
+// it is gone (see liveMembers), but once its expired partitions are taken or freed nothing
+// else shows it, so every replica would count it alive again until its member Lease
+// expired by its own clock (renewed apart from its partitions, up to a renewal later; a
+// lease duration after it first saw it for a replica just started), shrink its share
+// meanwhile and hand partitions back and forth. A replica wrongly
 // forgotten writes its member Lease again at its next round. The delete is conditional on
 // the version seen.
 func (s *Set) forget(ctx context.Context, leases map[string]*coordinationv1.Lease, holder string) {

@@ -154,7 +154,26 @@ func (f *two) expectHandedOver(c crash, takers ...string) {
 	GinkgoWriter.Printf("hand-over: %v acquired replica-a's Leases at most %s after its last renewal (lease duration %s)\n",
 		takers, gap.Round(time.Millisecond), leaseDuration)
 	Expect(gap).To(BeNumerically("<=", leaseDuration+margin))
+	// Its member Lease goes with its partitions, not two lease durations later: the others
+	// stop counting it alive at once, and no partition moves back and forth meanwhile.
+	Eventually(memberHolders(f.leaseNS)).WithTimeout(retryPeriod).ShouldNot(ContainElement("replica-a"))
 	Expect(f.rec.Overlaps()).To(BeEmpty())
+}
+
+// memberHolders lists the replicas whose member Lease exists.
+func memberHolders(ns string) func() []string {
+	return func() []string {
+		var list coordinationv1.LeaseList
+		Expect(k8s.List(context.Background(), &list, client.InNamespace(ns),
+			client.MatchingLabels{partition.LabelSet: topologycontroller.Name, partition.LabelRole: partition.RoleMember})).To(Succeed())
+		var out []string
+		for _, l := range list.Items {
+			if l.Spec.HolderIdentity != nil {
+				out = append(out, *l.Spec.HolderIdentity)
+			}
+		}
+		return out
+	}
 }
 
 // manager is one topology manager running in this process.
