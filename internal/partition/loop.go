@@ -216,14 +216,14 @@ func (s *Set) take(ctx context.Context, leases map[string]*coordinationv1.Lease,
 	}
 }
 
-// free writes free the Lease l of partition p, expired by this replica's clock, when this
-// replica is at its share and cannot take it, and deletes the member Lease of its dead
-// holder (see forget). The replica under its share then takes it at once (the release
-// wakes it) even when it has not watched the Lease for a whole lease duration yet, as a
-// replica just restarted or replacing the dead one has not: without this it would take it
-// a lease duration after its own start, not after the last renewal. Freeing is as safe as
-// taking: the holder stopped acting at its renew deadline, and the write carries the
-// resourceVersion seen, so it fails if the holder renewed since.
+// free writes free the Lease of partition p, expired by this replica's clock, when this
+// replica is at its share and cannot take it, and forgets its dead holder (see forget).
+// The replica under its share then takes it at once (the release wakes it) even when it
+// has not watched the Lease for a whole lease duration yet, as a replica just restarted or
+// replacing the dead one has not: without this it would take it a lease duration after
+// its own start, not after the last renewal. Freeing is as safe as taking: the holder
+// stopped acting at its renew deadline, and the write carries the resourceVersion seen,
+// so it fails if the holder renewed since.
 func (s *Set) free(ctx context.Context, leases map[string]*coordinationv1.Lease, p int) {
 	l := leases[s.cfg.leaseName(p)]
 	if l == nil || holderOf(l) == "" || holderOf(l) == s.cfg.Identity {
@@ -243,9 +243,8 @@ func (s *Set) free(ctx context.Context, leases map[string]*coordinationv1.Lease,
 // else shows it, so every replica would count it alive again until its member Lease
 // expired by its own clock (renewed apart from its partitions, up to a renewal later; a
 // lease duration after it first saw it for a replica just started), shrink its share
-// meanwhile and hand partitions back and forth. A replica wrongly
-// forgotten writes its member Lease again at its next round. The delete is conditional on
-// the version seen.
+// meanwhile and hand partitions back and forth. A replica wrongly forgotten writes its
+// member Lease again at its next round. The delete is conditional on the version seen.
 func (s *Set) forget(ctx context.Context, leases map[string]*coordinationv1.Lease, holder string) {
 	name := s.cfg.memberOf(holder)
 	l := leases[name]
