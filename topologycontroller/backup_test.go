@@ -113,6 +113,14 @@ func cutSnapshot(ns, node, backup string, shard int32) {
 		&valkeyv1.SnapshotStatus{Name: valkeyv1.SnapshotName(backup, shard), Backup: backup, CreationTime: &cut})
 }
 
+// savedPointSoon waits for the node's saved point and returns it: a round writes it with the
+// nodes' statuses, after the backup's own (a backup seen Snapshotting may be a moment ahead).
+func savedPointSoon(ns, node string) *valkeyv1.SavedPoint {
+	var sp *valkeyv1.SavedPoint
+	EventuallyWithOffset(1, func() *valkeyv1.SavedPoint { sp = savedPointOf(ns, node); return sp }, 10*time.Second).ShouldNot(BeNil(), node)
+	return sp
+}
+
 // savedPointOf is the node's saved point while BackupPointSaved is True (nil otherwise).
 func savedPointOf(ns, node string) *valkeyv1.SavedPoint {
 	n := getNode(ns, node)
@@ -218,8 +226,7 @@ var _ = Describe("Backups", func() {
 			Expect(n.Status.Topology.Role).To(Equal(valkeyv1.RoleReplica), "shard %d saved on %s", e.Shard, e.Node)
 			primary := valkeyv1.NodeName("bk", e.Shard, 1-e.ReplicaIndex)
 			Expect(e.Offset).To(BeNumerically(">=", offsets[primary]))
-			sp := savedPointOf(ns, e.Node)
-			Expect(sp).NotTo(BeNil(), e.Node)
+			sp := savedPointSoon(ns, e.Node)
 			Expect(sp.Backup).To(Equal("b1"))
 			Expect(sp.BackupUID).To(Equal(b.UID))
 			Expect(sp.Offset).To(Equal(e.Offset))
@@ -276,7 +283,7 @@ var _ = Describe("Backups", func() {
 		Eventually(backupState(ns, "first"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
 		Expect(getBackup(ns, "first").Status.Shards[0].Node).To(Equal(replica))
 		Expect(infoInt(f.server(replica).Addr(), pw, "persistence", "aof_rewrites")).To(BeNumerically(">", rewrites))
-		Expect(savedPointOf(ns, replica)).NotTo(BeNil())
+		savedPointSoon(ns, replica)
 		Expect(backupState(ns, "second")()).To(Equal("Pending/WaitingForBackup"))
 
 		By("its snapshot fails: the backup fails with the volume's reason and a Warning event")
@@ -326,7 +333,7 @@ var _ = Describe("Backups", func() {
 		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
 		Expect(time.Since(start)).To(BeNumerically(">=", testOptions.BackupCatchUpTimeout), "the replica was waited for first")
 		Expect(getBackup(ns, "b").Status.Shards).To(ConsistOf(HaveField("Node", primary)))
-		Expect(savedPointOf(ns, primary)).NotTo(BeNil())
+		savedPointSoon(ns, primary)
 		Expect(savedPointOf(ns, replica)).To(BeNil())
 		Expect(w.failed.Load()).To(BeZero(), "no write refused")
 	})
@@ -351,7 +358,7 @@ var _ = Describe("Backups", func() {
 		Expect(os.RemoveAll(dump)).To(Succeed())
 		newBackup(ns, "next", "bad")
 		Eventually(backupState(ns, "next"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
-		Expect(savedPointOf(ns, getBackup(ns, "next").Status.Shards[0].Node)).NotTo(BeNil())
+		savedPointSoon(ns, getBackup(ns, "next").Status.Shards[0].Node)
 	})
 
 	It("saves a shard again when the controller restarts during its BGSAVE", func() {
@@ -384,8 +391,7 @@ var _ = Describe("Backups", func() {
 		restarted = true
 		Eventually(backupState(ns, "b"), 60*time.Second).Should(Equal("Snapshotting/Snapshotting"))
 		Expect(infoInt(addr, pw, "persistence", "rdb_saves")).To(BeNumerically(">=", saves+2), "the save in flight, then the new controller's own")
-		sp := savedPointOf(ns, replica)
-		Expect(sp).NotTo(BeNil())
+		savedPointSoon(ns, replica)
 		Expect(getBackup(ns, "b").Status.Shards).To(ConsistOf(HaveField("Node", replica)))
 		snapshotReady(ns, replica, "b", 0)
 		Eventually(backupState(ns, "b"), 20*time.Second).Should(Equal("Completed/Completed"))
