@@ -228,7 +228,7 @@ var _ = Describe("Slot migrations on bad days", func() {
 			g.Expect(c.Reason).To(Equal(valkeyv1.ReasonMigrationStalled))
 			g.Expect(c.Message).To(ContainSubstring("slot "))
 		}, formTimeout).Should(Succeed())
-		Expect(eventsWithReason(ns, valkeyv1.EventMigrationStalled)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventMigrationStalled) }, 10*time.Second).Should(BeNumerically(">=", 1))
 
 		By("watching the retries for 8 s: no slot is tried more than 3 times")
 		_, err = cmd(leave, pw, "SLOWLOG", "RESET")

@@ -138,7 +138,7 @@ var _ = Describe("NetworkPolicy", func() {
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/33"}}]}}`)
 		Eventually(progressingReason(ns, "n"), 20*time.Second).Should(Equal(valkeyv1.ReasonNetworkPolicyRefused))
 		Expect(status.Get(getCluster(ns, "n").Status.Conditions, valkeyv1.ConditionProgressing).Message).To(ContainSubstring("spec.network.clientFrom"))
-		Expect(eventsWithReason(ns, valkeyv1.EventNetworkPolicyRefused)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventNetworkPolicyRefused) }, 10*time.Second).Should(BeNumerically(">=", 1))
 		Expect(policy(ns, "n")().Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own, operator), rule(6379, own, operator, web)}))
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/8"}}]}}`)
 		Eventually(progressingReason(ns, "n"), 20*time.Second).ShouldNot(Equal(valkeyv1.ReasonNetworkPolicyRefused))

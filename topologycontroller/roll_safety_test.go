@@ -137,7 +137,7 @@ var _ = Describe("Roll safety", func() {
 		}, 5*time.Second).Should(Succeed())
 		c := rollApproved(ns, replica)
 		GinkgoWriter.Printf("replica's approval after the spec change: %s %s %q\n", c.Status, c.Reason, c.Message)
-		Expect(eventsWithReason(ns, valkeyv1.EventRollApprovalWithdrawn)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventRollApprovalWithdrawn) }, 10*time.Second).Should(BeNumerically(">=", 1))
 
 		By("the primary's pod is ready again: the replica's roll is decided again and approved")
 		reportWorkload(f, ns, primary, true, false)
@@ -218,7 +218,7 @@ var _ = Describe("A failover that does not complete", func() {
 			g.Expect(c.Reason).To(Equal(valkeyv1.ReasonFailoverBackoff), "%+v", c)
 			g.Expect(c.Message).To(ContainSubstring(primary))
 		}, 20*time.Second).Should(Succeed())
-		Expect(eventsWithReason(ns, valkeyv1.EventFailoverStalled)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventFailoverStalled) }, 10*time.Second).Should(BeNumerically(">=", 1))
 		// 6 s per try, then 4 s, 8 s, 16 s apart: tries at 0, 10, 24 s in the first 40 s;
 		// without backoff one every 7 s or so.
 		Consistently(func() int { return failoverCalls(raddr, pw) }, time.Until(first.Add(40*time.Second)), time.Second).

@@ -57,7 +57,7 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 		AddReportEntry("renewed certificate served by all 6 servers after", time.Since(start).Round(10*time.Millisecond).String())
 		Expect(runIDs(f, pw, ca.pem)).To(Equal(before), "no server restarted")
 		tlsCondition(ns, "t", true, valkeyv1.ReasonCertificateServed)
-		Expect(eventsWithReason(ns, valkeyv1.EventCertificateReloaded)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventCertificateReloaded) }, 10*time.Second).Should(BeNumerically(">=", 1))
 		Eventually(func() error { return checkHealthyTLS(f, pw, ca.pem, 6) }, 30*time.Second).Should(Succeed())
 	})
 

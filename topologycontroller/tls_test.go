@@ -56,7 +56,7 @@ var _ = Describe("TLS certificate Secret refused", func() {
 			for _, s := range b.says {
 				Expect(msg).To(ContainSubstring(strings.ReplaceAll(s, "NS", ns)))
 			}
-			Expect(eventsWithReason(ns, b.reason)).To(BeNumerically(">=", 1))
+			Eventually(func() int { return eventsWithReason(ns, b.reason) }, 10*time.Second).Should(BeNumerically(">=", 1))
 			Expect(listNodes(ns)).To(BeEmpty(), "no node is created while the certificate Secret is refused")
 
 			putSecret(ns, "cert", newTestCA().secretData(clusterNames(ns, "c")...))
@@ -117,7 +117,7 @@ var _ = Describe("Generated certificates", func() {
 			"valkey-g-0-0-0.valkey-g-nodes." + ns + ".svc", "valkey-g-0-0-0.valkey-g-nodes." + ns + ".svc.cluster.local"} {
 			Expect(leaf.VerifyHostname(name)).To(Succeed(), name)
 		}
-		Expect(eventsWithReason(ns, valkeyv1.EventCertificateIssued)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventCertificateIssued) }, 10*time.Second).Should(BeNumerically(">=", 1))
 
 		By("a pod IP not covered: issued again")
 		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second).Should(Equal(1))
@@ -219,7 +219,7 @@ var _ = Describe("Generated CA deleted while nodes run", func() {
 		Expect(k8s.Delete(context.Background(), &s)).To(Succeed())
 		msg := tlsCondition(ns, "d", false, valkeyv1.ReasonTLSSecretMissing)
 		Expect(msg).To(ContainSubstring("restore d-ca"))
-		Expect(eventsWithReason(ns, valkeyv1.ReasonTLSSecretMissing)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonTLSSecretMissing) }, 10*time.Second).Should(BeNumerically(">=", 1))
 		err := k8s.Get(context.Background(), clientKey(ns, valkeyv1.CASecretName("d")), &s)
 		Expect(err).To(HaveOccurred(), "no new CA")
 		Expect(generatedCert(ns, "d", ca, nil).SerialNumber).To(Equal(before.SerialNumber), "the certificate is not re-issued")

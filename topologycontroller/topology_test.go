@@ -197,7 +197,7 @@ var _ = Describe("Topology controller", func() {
 		Expect(vc.Status.ReadyNodes).To(BeEquivalentTo(6))
 		Expect(status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionSlotsAssigned)).To(BeTrue())
 		Expect(status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionDegraded)).To(BeFalse())
-		Expect(eventsWithReason(ns, "Meet")).To(BeNumerically(">=", 5))
+		Eventually(func() int { return eventsWithReason(ns, "Meet") }, 10*time.Second).Should(BeNumerically(">=", 5))
 
 		By("enabling persistence and then growing it on the cluster")
 		patchSpec(ns, "c", `{"persistence":{"size":"1Gi"}}`)
@@ -280,7 +280,7 @@ var _ = Describe("Topology controller", func() {
 			}
 		}, formTimeout).Should(Succeed())
 		Eventually(func() error { return checkHealthy(f, pw, 3, 1) }, 30*time.Second).Should(Succeed())
-		Expect(eventsWithReason(ns, "Forget")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, "Forget") }, 10*time.Second).Should(BeNumerically(">=", 1))
 		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
 	})
 
@@ -391,8 +391,8 @@ var _ = Describe("Topology controller", func() {
 			Expect(a.reason).To(Equal(valkeyv1.ReasonApprovedNoReplica), a.node)
 		}
 		Expect(sawDegraded).To(BeTrue(), "the cluster never reported Degraded while a primary without replica restarted")
-		Expect(eventsWithReason(ns, "RollWithoutReplica")).To(BeNumerically(">=", 3))
-		Expect(eventsWithReason(ns, "SlotsReassigned")).To(BeNumerically(">=", 3))
+		Eventually(func() int { return eventsWithReason(ns, "RollWithoutReplica") }, 10*time.Second).Should(BeNumerically(">=", 3))
+		Eventually(func() int { return eventsWithReason(ns, "SlotsReassigned") }, 10*time.Second).Should(BeNumerically(">=", 3))
 		after := nodeIDs(ns)
 		for name, id := range before {
 			Expect(after[name]).NotTo(Equal(id), "%s kept its ID with an empty /data", name)
@@ -423,7 +423,7 @@ var _ = Describe("Topology controller", func() {
 		Expect(minRead).To(Equal(10000), "keys unreadable during the migration")
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 10000)).To(Equal(10000))
-		Expect(eventsWithReason(ns, "Migrating")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, "Migrating") }, 10*time.Second).Should(BeNumerically(">=", 1))
 		if n := atomicImports(f.server(valkeyv1.NodeName("c", 3, 0)).Addr(), pw); n >= 0 {
 			Expect(n).To(BeNumerically(">=", 1), "a server that migrates atomically took its slots by CLUSTER MIGRATESLOTS")
 		}
@@ -516,7 +516,7 @@ var _ = Describe("Topology controller", func() {
 			g.Expect(n.Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
 			g.Expect(n.Status.Topology.Slots).To(BeEquivalentTo(16384))
 		}, formTimeout).Should(Succeed())
-		Expect(eventsWithReason(ns, "FailedOver")).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, "FailedOver") }, 10*time.Second).Should(BeNumerically(">=", 1))
 
 		By("the node is recreated and rejoins as the replica")
 		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 2*time.Minute).Should(Succeed())

@@ -127,7 +127,7 @@ var _ = Describe("ACL users", func() {
 		Eventually(usersApplied(ns, "u"), 30*time.Second).Should(Equal("True/UsersApplied"))
 		Expect(everyServer(f, appUserWorks("app", "app-secret"))()).To(Succeed())
 		Expect(everyServer(f, refused("default", pw))()).To(Succeed(), "the default user is off unless listed")
-		Expect(eventsWithReason(ns, valkeyv1.EventUserApplied)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventUserApplied) }, 10*time.Second).Should(BeNumerically(">=", 1))
 
 		By("a node added later has the users")
 		setShards(ns, "u", 3)
@@ -146,7 +146,7 @@ var _ = Describe("ACL users", func() {
 		setUsers(ns, "u", user("other", []string{"~other:*", "+get"}, "app-pw"))
 		Eventually(usersApplied(ns, "u"), 30*time.Second).Should(Equal("True/UsersApplied"))
 		Eventually(everyServer(f, refused("app", "app-secret")), 10*time.Second).Should(Succeed())
-		Expect(eventsWithReason(ns, valkeyv1.EventUserRemoved)).To(BeNumerically(">=", 1))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventUserRemoved) }, 10*time.Second).Should(BeNumerically(">=", 1))
 	})
 
 	It("rotates a user's password under continuous AUTH with either listed password: none refused", func() {
