@@ -132,12 +132,20 @@ func (s *Set) collectMembers(ctx context.Context, leases map[string]*coordinatio
 		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || !s.expired(name, now.Add(-s.cfg.LeaseDuration)) {
 			continue
 		}
-		rv := l.ResourceVersion
-		leaseWrites.Inc()
-		if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
-			s.log.V(1).Info("delete a stale member lease failed", "lease", name, "error", err.Error())
-		}
+		s.deleteSeen(ctx, l, "a stale member lease")
 	}
+}
+
+// deleteSeen deletes the Lease l as last seen (conditional on its resourceVersion: a Lease
+// written since stays) and reports whether it is gone.
+func (s *Set) deleteSeen(ctx context.Context, l *coordinationv1.Lease, what string) bool {
+	rv := l.ResourceVersion
+	leaseWrites.Inc()
+	if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
+		s.log.V(1).Info("delete "+what+" failed", "lease", l.Name, "error", err.Error())
+		return false
+	}
+	return true
 }
 
 // renewHeld renews the Lease of every partition held. A partition whose Lease another
@@ -251,13 +259,9 @@ func (s *Set) forget(ctx context.Context, leases map[string]*coordinationv1.Leas
 	if l == nil || holderOf(l) != holder {
 		return
 	}
-	rv := l.ResourceVersion
-	leaseWrites.Inc()
-	if err := s.c.Delete(ctx, l, client.Preconditions{ResourceVersion: &rv}); client.IgnoreNotFound(err) != nil {
-		s.log.V(1).Info("delete a dead replica's member lease failed", "lease", name, "error", err.Error())
-		return
+	if s.deleteSeen(ctx, l, "a dead replica's member lease") {
+		delete(leases, name)
 	}
-	delete(leases, name)
 }
 
 // releaseAbove gives up the highest partitions held above share, for other replicas.
