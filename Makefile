@@ -173,9 +173,8 @@ bench-topology: envtest-bins valkey ## The topology controller forming clusters 
 	go test ./topologycontroller/ -run '^$$' -bench Form -benchtime 1x -timeout 30m $(BENCH_FLAGS)
 
 .PHONY: bench-local
-bench-local: ## The sample on the local cluster (deployed operator): time to Ready and a roll, against bare pods.
-	@if [ ! -f "$(E2E_KUBECONFIG)" ]; then echo "bench-local: no local cluster ($(E2E_KUBECONFIG)): make run-local first; skipped"; \
-	else BENCH_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/bench/localcluster -run '^$$' -bench . -benchtime 1x -timeout 30m -v $(BENCH_FLAGS); fi
+bench-local: e2e-deploy ## The sample on the local cluster (brought up and deployed): time to Ready and a roll, against bare pods.
+	BENCH_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/bench/localcluster -run '^$$' -bench . -benchtime 1x -timeout 30m -v $(BENCH_FLAGS)
 
 ##@ Local cluster (test/localcluster: a real Kubernetes of NODES nodes on this machine; needs root)
 
@@ -189,7 +188,7 @@ images: valkey kube-network-policies coredns snapshotter ## Build the pause, Val
 	test/images/build.sh all
 
 .PHONY: cluster-up
-cluster-up: k8s-bins snapshotter ## Start the local cluster (idempotent; NODES=3 for three nodes) with VolumeSnapshots (class valkey-loop); kubeconfig: .local/cluster/admin.kubeconfig.
+cluster-up: k8s-bins snapshotter images ## Start the local cluster (idempotent; NODES=3 for three nodes) with VolumeSnapshots (class valkey-loop); kubeconfig: .local/cluster/admin.kubeconfig.
 	K8S_BIN=$(K8S_BIN) LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) NODES=$(NODES) test/localcluster/cluster.sh up
 
 .PHONY: cluster-down
@@ -201,12 +200,18 @@ cluster-status: ## Daemons, node and memory of the local cluster.
 	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh status
 	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh memory
 
+# local-cluster: the local cluster, brought up (make cluster-up) unless its API server answers.
+.PHONY: local-cluster
+local-cluster:
+	@if [ -f "$(E2E_KUBECONFIG)" ] && $(KUBECTL) --kubeconfig "$(E2E_KUBECONFIG)" get --raw /readyz >/dev/null 2>&1; then \
+	  echo "local cluster up ($(E2E_KUBECONFIG))"; else $(MAKE) --no-print-directory cluster-up; fi
+
 .PHONY: e2e-smoke
-e2e-smoke: ## Smoke suite against the local cluster (make cluster-up first).
+e2e-smoke: local-cluster ## Smoke suite against the local cluster (brought up when it is not).
 	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/smoke -count=1 -v -timeout 15m
 
 .PHONY: e2e-storage
-e2e-storage: ## Snapshot and restore specs of the loop provisioner against the local cluster (make cluster-up first).
+e2e-storage: local-cluster ## Snapshot and restore specs of the loop provisioner against the local cluster (brought up when it is not).
 	E2E_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/storage -count=1 -v -timeout 15m -run Cluster
 
 ##@ Deploy
@@ -242,12 +247,11 @@ undeploy: ## Remove the operator (ValkeyClusters and retained claims stay unless
 .PHONY: run-local
 run-local: ## One command: local cluster up, images built and imported, operator deployed, sample cluster Ready.
 	$(MAKE) cluster-up
-	$(MAKE) images
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(MAKE) deploy DEPLOY_DIR=deploy/local SAMPLE=deploy/samples/valkeycluster-local.yaml
 	@echo "kubectl: export KUBECONFIG=$(LOCAL_KUBECONFIG)"
 
 .PHONY: e2e-deploy
-e2e-deploy: ## Build and import the images, apply deploy/local and restart the controllers on the local cluster.
+e2e-deploy: local-cluster ## Build and import the images, apply deploy/local and restart the controllers on the local cluster.
 	$(MAKE) images
 	LOCAL_CLUSTER_DIR=$(LOCAL_CLUSTER_DIR) test/localcluster/cluster.sh dns
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) apply --server-side --force-conflicts -k deploy/local
@@ -259,9 +263,9 @@ E2E_DEPLOYED ?=
 E2E_DEPLOY := $(if $(E2E_DEPLOYED),,e2e-deploy)
 
 .PHONY: e2e
-e2e: $(E2E_DEPLOY) ## End-to-end suite against the operator deployed by kustomize on the local cluster (cluster-up first).
+e2e: local-cluster $(E2E_DEPLOY) ## End-to-end suite against the operator deployed by kustomize on the local cluster (brought up when it is not).
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v -ginkgo.label-filter='!chaos'
 
 .PHONY: e2e-chaos
-e2e-chaos: $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster; E2E_DEPLOYED=1 after make e2e.
+e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster; E2E_DEPLOYED=1 after make e2e.
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 40m -v -args -ginkgo.v -ginkgo.label-filter=chaos
