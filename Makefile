@@ -14,6 +14,10 @@ GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
 # SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
 # queue through the iptables NFQUEUE target (test/localcluster/build-kube-network-policies.sh).
+# Helm, for the chart in deploy/helm (lint, template, and its e2e install), from the Go module proxy.
+HELM_VERSION := v3.22.0
+HELM := $(CACHE)/tools/helm-$(HELM_VERSION)
+export HELM
 KUBE_NETWORK_POLICIES_VERSION := v0.8.0
 KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)-xtqueue
 export KUBE_NETWORK_POLICIES
@@ -38,6 +42,8 @@ VALKEY_DEFAULT := $(CACHE)/valkey-$(VALKEY_VERSION)/bin/valkey-server
 VALKEY_SERVER ?= $(VALKEY_DEFAULT)
 export VALKEY_SERVER
 CONTROLLERS := volume workload topology
+# The Helm chart; make manifests copies the CRDs and the controllers' generated rules into it.
+CHART := deploy/helm/valkey-operator
 TEST_FLAGS ?=
 FUZZTIME ?= 20s
 
@@ -62,6 +68,15 @@ $(GOLANGCI_LINT):
 	@mkdir -p $(CACHE)/tools
 	GOBIN=$(CACHE)/tools/gobin go install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(CACHE)/tools/gobin/golangci-lint $@
+
+$(HELM):
+	@mkdir -p $(CACHE)/tools
+	@echo "building helm $(HELM_VERSION) from the Go module proxy (about 2 min cold) ..."
+	GOBIN=$(CACHE)/tools/gobin go install helm.sh/helm/v3/cmd/helm@$(HELM_VERSION)
+	mv $(CACHE)/tools/gobin/helm $@
+
+.PHONY: helm
+helm: $(HELM) ## Build Helm (cached).
 
 $(KUBE_NETWORK_POLICIES): test/localcluster/kube-network-policies-xt-queue.patch
 	@mkdir -p $(CACHE)/tools
@@ -101,7 +116,9 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (deploy/crd) and one ClusterRole p
 	$(CONTROLLER_GEN) crd paths=./apis/... output:crd:dir=deploy/crd
 	for c in $(CONTROLLERS); do \
 	  $(CONTROLLER_GEN) rbac:roleName=valkey-$$c-controller paths=./$${c}controller/... output:rbac:dir=deploy/$$c-controller/rbac; \
+	  cp deploy/$$c-controller/rbac/role.yaml $(CHART)/files/rbac/$$c-controller.yaml; \
 	done
+	rm -f $(CHART)/crds/*.yaml; cp deploy/crd/valkey.io_*.yaml $(CHART)/crds/
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files are stale.
@@ -129,19 +146,22 @@ vet: ## go vet and gofmt.
 	go vet ./...
 	@out=$$(gofmt -l apis cmd internal test volumecontroller workloadcontroller topologycontroller); if [ -n "$$out" ]; then echo "gofmt needed: $$out"; exit 1; fi
 
+.PHONY: helm-lint
+helm-lint: $(HELM) ## helm lint and helm template of the chart, default and namespaced.
+	$(HELM) lint --strict $(CHART)
+	$(HELM) lint --strict $(CHART) --set namespaced=true,metrics.podMonitor.enabled=true
+	$(HELM) template valkey-operator $(CHART) -n valkey-system --include-crds >/dev/null
+	$(HELM) template valkey-operator $(CHART) -n team-a --set namespaced=true >/dev/null
+
 .PHONY: lint
-lint: vet $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.yml) on both modules, and go.mod/go.sum tidy.
+lint: vet helm-lint $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.yml) on both modules, go.mod/go.sum tidy, and the Helm chart.
 	@go mod tidy -diff || { echo "go.mod/go.sum are not tidy: run 'go mod tidy' and commit"; exit 1; }
 	@cd test/images && { go mod tidy -diff || { echo "test/images/go.mod/go.sum are not tidy: run 'go mod tidy' there and commit"; exit 1; }; }
 	@rc=0; $(GOLANGCI_LINT) run ./... || rc=1; (cd test/images && $(GOLANGCI_LINT) run ./...) || rc=1; exit $$rc
 
 .PHONY: test
-test: envtest-bins valkey vet verify-generated ## Unit and envtest suites (real API server, real Valkey) and, alongside, the topology suite on Redis 7.
-	@# The topology suite mostly waits on its servers: its Redis run goes alongside the others.
-	@mkdir -p .local; $(MAKE) --no-print-directory test-redis >.local/test-redis.log 2>&1 & redis=$$!; \
-	go test ./... -timeout 30m $(TEST_FLAGS); rc=$$?; \
-	wait $$redis; redis_rc=$$?; cat .local/test-redis.log; \
-	[ $$rc -eq 0 ] && [ $$redis_rc -eq 0 ]
+test: envtest-bins valkey $(HELM) vet verify-generated ## Unit and envtest suites (real API server, real Valkey) and, alongside, the topology suite on Redis 7.
+	hack/test.sh $(TEST_FLAGS)
 
 .PHONY: test-redis
 test-redis: envtest-bins ## The topology suite against Redis 7 (redis-server on PATH), when it is installed.
@@ -157,24 +177,30 @@ fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
 	  echo "fuzz $$t in $$pkg for $(FUZZTIME)"; go test $$pkg -run '^$$' -fuzz "^$$t$$" -fuzztime $(FUZZTIME); \
 	done
 
-##@ Benchmarks (figures, not timed tests; README "Performance" holds the last measured values)
+##@ Benchmarks (figures, not timed tests; each writes its dated report into docs/reports)
 
 BENCH_FLAGS ?=
 
 .PHONY: bench
 bench: bench-envtest bench-topology bench-local ## Every benchmark: envtest, topology formation, and the local cluster when it is up.
 
+# The lines of a benchmark's output that hold its figures (go test -bench -v).
+BENCH_KEEP := ^Benchmark|_test\.go:[0-9]+: |^(ok|FAIL|PASS)
+
 .PHONY: bench-envtest
-bench-envtest: envtest-bins ## The three binaries on envtest: fan-out of 300 and 1,002 nodes against a bare client, idle writes, memory.
-	go test ./test/bench/apiserver -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_FLAGS)
+bench-envtest: envtest-bins ## The three binaries on envtest: fan-out of 300 and 1,002 nodes against a bare client, idle writes, memory (docs/reports/bench-envtest.md).
+	hack/report.sh bench-envtest "Benchmarks: the three controllers on envtest" '$(BENCH_KEEP)' -- \
+	  go test ./test/bench/apiserver -run '^$$' -bench . -benchtime 1x -timeout 60m -v $(BENCH_FLAGS)
 
 .PHONY: bench-topology
-bench-topology: envtest-bins valkey ## The topology controller forming clusters of real servers on loopback.
-	go test ./topologycontroller/ -run '^$$' -bench Form -benchtime 1x -timeout 30m $(BENCH_FLAGS)
+bench-topology: envtest-bins valkey ## The topology controller forming clusters of real servers on loopback (docs/reports/bench-topology.md).
+	hack/report.sh bench-topology "Benchmarks: the topology controller forming clusters of real servers" '$(BENCH_KEEP)' -- \
+	  go test ./topologycontroller/ -run '^$$' -bench Form -benchtime 1x -timeout 30m -v $(BENCH_FLAGS)
 
 .PHONY: bench-local
-bench-local: e2e-deploy ## The sample on the local cluster (brought up and deployed): time to Ready and a roll, against bare pods.
-	BENCH_KUBECONFIG=$(E2E_KUBECONFIG) go test ./test/bench/localcluster -run '^$$' -bench . -benchtime 1x -timeout 30m -v $(BENCH_FLAGS)
+bench-local: e2e-deploy ## The sample on the local cluster (brought up and deployed): time to Ready and a roll, against bare pods (docs/reports/bench-local.md).
+	BENCH_KUBECONFIG=$(E2E_KUBECONFIG) hack/report.sh bench-local "Benchmarks: the sample on the local cluster" '$(BENCH_KEEP)' -- \
+	  go test ./test/bench/localcluster -run '^$$' -bench . -benchtime 1x -timeout 30m -v $(BENCH_FLAGS)
 
 ##@ Local cluster (test/localcluster: a real Kubernetes of NODES nodes on this machine; needs root)
 
@@ -233,7 +259,7 @@ deploy: ## Install the operator (DEPLOY_DIR, default deploy/default) into the cl
 	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) wait --for=condition=Ready --timeout=15m valkeycluster/$$name; \
 	 echo "ValkeyCluster $$name Ready in $$(($$(date +%s) - start))s"; \
 	 $(KUBECTL) -n $(SAMPLE_NAMESPACE) get valkeycluster,valkeynode,pvc; \
-	 echo; echo "Reach it from a pod (seed address: its client Service; see Connecting in README.md):"; \
+	 echo; echo "Reach it from a pod (seed address: its client Service; see docs/connecting.md):"; \
 	 echo "  valkey-$$name.$(SAMPLE_NAMESPACE).svc:6379"; \
 	 echo "  password: kubectl -n $(SAMPLE_NAMESPACE) get secret $$name-auth -o jsonpath='{.data.password}' | base64 -d"; \
 	 echo "  kubectl -n $(SAMPLE_NAMESPACE) run cli --rm -it --restart=Never --image=<a valkey image> -- valkey-cli -c -h valkey-$$name -a <password>"; \
@@ -241,8 +267,8 @@ deploy: ## Install the operator (DEPLOY_DIR, default deploy/default) into the cl
 	 echo "  kubectl -n $(SAMPLE_NAMESPACE) get valkeynode -o custom-columns=NODE:.metadata.name,IP:.status.workload.podIP,ROLE:.status.topology.role"
 
 .PHONY: undeploy
-undeploy: ## Remove the operator (ValkeyClusters and retained claims stay unless deleted first).
-	$(KUBECTL) delete --ignore-not-found -k $(DEPLOY_DIR)
+undeploy: ## Remove the three controllers and their RBAC from valkey-system; the CRDs, clusters and claims stay (docs/install.md).
+	for c in $(CONTROLLERS); do $(KUBECTL) -n valkey-system delete --ignore-not-found -k deploy/$$c-controller; done
 
 .PHONY: run-local
 run-local: ## One command: local cluster up, images built and imported, operator deployed, sample cluster Ready.
@@ -258,6 +284,10 @@ e2e-deploy: local-cluster ## Build and import the images, apply deploy/local and
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout restart deployment
 	KUBECONFIG=$(LOCAL_KUBECONFIG) $(KUBECTL) -n valkey-system rollout status deployment --timeout=180s
 
+.PHONY: e2e-helm
+e2e-helm: local-cluster images $(HELM) ## The chart on the local cluster: helm install, the sample Ready, helm uninstall leaves the CRDs and claims (replaces a kustomize install's controllers).
+	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/helm -run TestHelmInstall -count=1 -v -timeout 30m
+
 # E2E_DEPLOYED=1 skips e2e-deploy (the operator just deployed by another e2e run is used as is).
 E2E_DEPLOYED ?=
 E2E_DEPLOY := $(if $(E2E_DEPLOYED),,e2e-deploy)
@@ -267,5 +297,6 @@ e2e: local-cluster $(E2E_DEPLOY) ## End-to-end suite against the operator deploy
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v -ginkgo.label-filter='!chaos'
 
 .PHONY: e2e-chaos
-e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster; E2E_DEPLOYED=1 after make e2e.
-	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 40m -v -args -ginkgo.v -ginkgo.label-filter=chaos
+e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster, its figures in docs/reports/chaos.md; E2E_DEPLOYED=1 after make e2e.
+	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) hack/report.sh chaos "Chaos suite: acknowledged writes under faults" '^chaos [a-z-]+: acked=|^(Ran|PASS|FAIL)' -- \
+	  go test ./test/e2e/ -count=1 -timeout 40m -v -args -ginkgo.v -ginkgo.label-filter=chaos
