@@ -209,8 +209,12 @@ LOCAL_CLUSTER_DIR := $(CURDIR)/.local/cluster
 NODES ?= 1
 E2E_KUBECONFIG ?= $(LOCAL_CLUSTER_DIR)/admin.kubeconfig
 
+.PHONY: host-packages
+host-packages: ## Install the Debian packages the local cluster and its images need, those missing (root).
+	test/localcluster/cluster.sh packages
+
 .PHONY: images
-images: valkey kube-network-policies coredns snapshotter ## Build the pause, Valkey, controller, NetworkPolicy and DNS images (.local/images) and import them when the cluster is up; and the snapshot-controller (a host daemon).
+images: host-packages valkey kube-network-policies coredns snapshotter ## Build the pause, Valkey, controller, NetworkPolicy and DNS images (.local/images) and import them when the cluster is up; and the snapshot-controller (a host daemon).
 	test/images/build.sh all
 
 .PHONY: cluster-up

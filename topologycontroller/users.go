@@ -42,8 +42,12 @@ func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 		return nil, err
 	}
 	secrets := map[string]*corev1.Secret{}
-	for _, u := range vc.Spec.Users {
+	for i, u := range vc.Spec.Users {
 		p.listed[u.Name] = true
+		if prob := ruleProblem(i, u); prob != nil {
+			p.problems = append(p.problems, *prob)
+			continue
+		}
 		hashes, prob, err := r.userHashes(ctx, vc.Namespace, u, secrets)
 		if err != nil {
 			return nil, err
@@ -62,6 +66,19 @@ func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 		p.users = append(p.users, acl.User{Name: "default", On: true, Hashes: []string{acl.Hash(defaultPassword)}, Rules: acl.DefaultRules})
 	}
 	return p, nil
+}
+
+// ruleProblem refuses a user whose rules Valkey must not be given (acl.CheckRule): admission
+// refuses them too, but a ValkeyCluster stored before that rule existed may hold one.
+func ruleProblem(i int, u valkeyv1.UserSpec) *userProblem {
+	for j, rule := range u.Rules {
+		if err := acl.CheckRule(rule); err != nil {
+			return &userProblem{u.Name, valkeyv1.ReasonACLRuleRefused, fmt.Sprintf(
+				"user %s: spec.users[%d].rules[%d] %q %v; the user is left as it is on the servers: fix or remove the rule",
+				u.Name, i, j, rule, err)}
+		}
+	}
+	return nil
 }
 
 // userHashes are the hashes of a user's passwords; a problem when a Secret or its key is
@@ -143,7 +160,7 @@ func (p *userPlan) aclFile(verified map[string]bool) string {
 		done[u.Name] = true
 	}
 	for _, prob := range p.problems {
-		if line := p.previous[prob.user]; line != "" && !done[prob.user] {
+		if line := p.previous[prob.user]; line != "" && !done[prob.user] && acl.SafeLine(line) {
 			b.WriteString(line + "\n")
 		}
 	}

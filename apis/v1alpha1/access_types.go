@@ -73,7 +73,8 @@ type UserSpec struct {
 	// +kubebuilder:validation:MaxItems=32
 	// +listType=atomic
 	// +kubebuilder:validation:items:MaxLength=128
-	// +kubebuilder:validation:items:XValidation:rule="!(self in ['on', 'off', 'nopass', 'resetpass', 'reset']) && !self.startsWith('>') && !self.startsWith('<') && !self.startsWith('#') && !self.startsWith('!')",message="users[].rules may not set passwords or switch the user on or off (on, off, nopass, resetpass, reset, >, <, #, !): passwords come from passwordSecrets"
-	// +kubebuilder:validation:items:XValidation:rule="!self.contains(' ')",message="users[].rules: one rule per item, without spaces"
+	// +kubebuilder:validation:items:MinLength=1
+	// +kubebuilder:validation:items:XValidation:rule="!(self.lowerAscii() in ['on', 'off', 'nopass', 'resetpass', 'reset']) && !self.startsWith('>') && !self.startsWith('<') && !self.startsWith('#') && !self.startsWith('!')",message="users[].rules may not set passwords or switch the user on or off (on, off, nopass, resetpass, reset in any case, >, <, #, !): passwords come from passwordSecrets"
+	// +kubebuilder:validation:items:XValidation:rule="self.matches('^[!#-&(-~]+$')",message="users[].rules: one rule per item, of printable ASCII without spaces or quotes (a quote would stop restarted servers from reading their users)"
 	Rules []string `json:"rules,omitempty"`
 }

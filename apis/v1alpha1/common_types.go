@@ -174,8 +174,11 @@ type ServerSpec struct {
 	// Config holds valkey.conf directives merged into every node's rendered configuration.
 	// Keys the operator owns (dir, port, cluster-*, bind, announce, password settings...)
 	// are refused.
+	// Keys are directive names (compared without case); values are at most 4096 characters.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=200
+	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="config: a value may have at most 4096 characters"
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9][A-Za-z0-9-]*$'))",message="config: a key is a directive name made of letters, digits and dashes"
 	Config map[string]string `json:"config,omitempty"`
 
 	// WorkloadType runs nodes as StatefulSets (default) or Deployments.

@@ -175,17 +175,38 @@ var _ = Describe("ValkeyCluster admission", func() {
 	It("refuses user rules that set passwords or switch the user, and the operator's reserved name", func() {
 		c := persistentCluster(ns)
 		pw := []v1.SecretKeyRef{{Name: "app-pw"}}
-		for _, rule := range []string{">secret", "<secret", "#abc", "!abc", "nopass", "on", "reset"} {
+		// Valkey reads these in any case: NOPASS lets anyone in as the user with any password.
+		for _, rule := range []string{">secret", "<secret", "#abc", "!abc", "nopass", "on", "reset",
+			"NOPASS", "Nopass", "ON", "Off", "RESET", "ResetPass"} {
 			c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", rule}}}
+			expectRejected(k8s.Create(ctx, c), "spec.users[0].rules[1]")
 			expectRejected(k8s.Create(ctx, c), "users[].rules may not set passwords")
 		}
-		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:* +@all"}}}
-		expectRejected(k8s.Create(ctx, c), "one rule per item")
+		// One token each, which a server's config file can read back: a quote there stops
+		// every restarted server from starting.
+		for _, rule := range []string{"~app:* +@all", `~app:"x`, "~app:'x", "+get\t", "~café", ""} {
+			c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{rule}}}
+			expectRejected(k8s.Create(ctx, c), "spec.users[0].rules[0]")
+		}
+		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{`~app:"x`}}}
+		expectRejected(k8s.Create(ctx, c), "one rule per item, of printable ASCII without spaces or quotes")
 		c.Spec.Users = []v1.UserSpec{{Name: v1.OperatorUser, PasswordSecrets: pw}}
 		expectRejected(k8s.Create(ctx, c), "valkey-operator is reserved")
 		c.Spec.Users = []v1.UserSpec{{Name: "app"}}
 		expectRejected(k8s.Create(ctx, c), "passwordSecrets")
 		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", "+@read", "+@write"}}, {Name: "default", PasswordSecrets: pw}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+	})
+
+	It("refuses config values too long for a config file and keys that are not directive names", func() {
+		c := persistentCluster(ns)
+		c.Spec.Config = map[string]string{"maxmemory-policy": strings.Repeat("x", 4097)}
+		expectRejected(k8s.Create(ctx, c), "config: a value may have at most 4096 characters")
+		for _, key := range []string{"max memory", "maxmemory\nbind", "-x", "a_b"} {
+			c.Spec.Config = map[string]string{key: "1"}
+			expectRejected(k8s.Create(ctx, c), "config: a key is a directive name")
+		}
+		c.Spec.Config = map[string]string{"maxmemory": "1gb", "MaxMemory-Policy": "allkeys-lru"}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 

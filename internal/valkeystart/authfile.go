@@ -62,7 +62,8 @@ func (w *Wrapper) readACLFile() (string, error) {
 // UsersConfig is the auth file of a cluster node: the operator's own user (user with
 // password), the replicas authenticate to their primary as it (masteruser, masterauth), and
 // the "user" lines of users (the cluster's ACL Secret). Lines of users that are not "user"
-// directives, or that name the operator's user, are left out. Without a line for the
+// directives, that name the operator's user, or that a server could not read back (a quote,
+// a password rule: acl.SafeLine) are left out. Without a line for the
 // default user it is switched off: a server without requirepass would otherwise let anyone
 // in as default.
 func UsersConfig(user, password string, users string) string {
@@ -73,8 +74,8 @@ func UsersConfig(user, password string, users string) string {
 	hasDefault := false
 	for _, line := range strings.Split(users, "\n") {
 		name, ok := acl.ParseLine(strings.TrimSpace(line))
-		if !ok || name == user {
-			continue
+		if !ok || name == user || !acl.SafeLine(strings.TrimSpace(line)) {
+			continue // a line the server could not read back would stop it from starting
 		}
 		hasDefault = hasDefault || name == "default"
 		b.WriteString(strings.TrimSpace(line) + "\n")

@@ -30,7 +30,7 @@ for c in "${components[@]}"; do
 		continue
 	fi
 	start=$(date +%s)
-	echo "[$i/${#components[@]}] building $c $ver into $out (a cold build takes 1-4 min each on two cores) ..."
+	echo "[$i/${#components[@]}] building $c $ver into $out (cold: 1 to 6 min each on two cores) ..."
 	if [ "$c" = etcd ]; then
 		(cd "$here/etcd" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out/$c.tmp" .)
 	else

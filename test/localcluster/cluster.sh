@@ -5,6 +5,8 @@
 #                                         NODES=3 starts three kubelets (default 1)
 #   test/localcluster/cluster.sh down     stop and remove every process, mount, loop device,
 #                                         network device, iptables chain and state it made
+#   test/localcluster/cluster.sh packages install the Debian packages the cluster and its images
+#                                         need (containerd, runc, CNI plugins, redis-tools...)
 #   test/localcluster/cluster.sh status   list the daemons and the node
 #   test/localcluster/cluster.sh memory   resident memory of the node (daemons, shims, pods)
 #   test/localcluster/cluster.sh import TAR...  import image tarballs when the cluster is up
@@ -927,6 +929,10 @@ leftovers() {
 
 case "${1:-}" in
 up) up ;;
+packages)
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	ensure_packages
+	;;
 leftovers) leftovers ;;
 netpol) netpol_up ;;
 dns) dns_up ;;
@@ -941,5 +947,5 @@ signal) signal_container "${2:-}" "${3:-}" ;;
 stop-node) stop_node "${2:-}" ;;
 start-node) start_node "${2:-}" ;;
 memory) memory ;;
-*) die "usage: [NODES=N] $0 up|down|status|memory|import|leftovers|netpol|dns|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
+*) die "usage: [NODES=N] $0 up|packages|down|status|memory|import|leftovers|netpol|dns|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
 esac

@@ -30,6 +30,7 @@ var needs = []need{
 	{"the Kubernetes components (make k8s-bins)", regexp.MustCompile(`cluster\.sh up`), regexp.MustCompile(`test/k8sbuild/build\.sh .*kubelet`)},
 	{"the snapshot-controller (make snapshotter)", regexp.MustCompile(`cluster\.sh up`), regexp.MustCompile(`build-snapshotter\.sh`)},
 	{"the images (make images)", regexp.MustCompile(`cluster\.sh up`), regexp.MustCompile(`test/images/build\.sh all`)},
+	{"the Debian packages (make host-packages: redis-cli for the image, containerd...)", regexp.MustCompile(`test/images/build\.sh|cluster\.sh up`), regexp.MustCompile(`cluster\.sh packages`)},
 	{"the DNS and NetworkPolicy builds", regexp.MustCompile(`test/images/build\.sh all`), regexp.MustCompile(`build-coredns\.sh`)},
 	{"the local cluster (make cluster-up)", regexp.MustCompile(`go test \./test/(e2e|smoke|storage|helm|bench/localcluster)|KUBECONFIG=\S*admin\.kubeconfig`), regexp.MustCompile(`cluster\.sh up`)},
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 )
@@ -87,6 +88,7 @@ var ownedKeys = map[string]string{
 	"tls-client-cert-file":            "the certificate comes from spec.tls",
 	"tls-client-key-file":             "the certificate comes from spec.tls",
 	"tls-replication":                 "TLS on replication follows spec.tls",
+	"tls-auth-clients":                "client certificates follow spec.tls",
 	"tls-cluster":                     "TLS on the cluster bus follows spec.tls",
 	"bind":                            "the listen addresses are owned by the operator",
 	"bind-source-addr":                "the source address is owned by the operator",
@@ -219,14 +221,39 @@ func userDirectives(config map[string]string) ([]Directive, error) {
 		if bad := unsafeValue(v); bad != "" {
 			return nil, &ConfigError{Key: k, Reason: "the value " + bad}
 		}
+		if bad := lockout(norm, v); bad != "" {
+			return nil, &ConfigError{Key: k, Reason: bad}
+		}
 		seen[norm] = k
 		out = append(out, Directive{Key: norm, Args: []string{v}})
 	}
 	return out, nil
 }
 
+// minClients is the least maxclients the operator accepts: the operator, valkey-start, the
+// probes and the replication links each hold connections, and the cluster bus counts too.
+const minClients = 64
+
+// maxValue bounds a value's length (admission refuses longer ones too).
+const maxValue = 4096
+
+// lockout says why a value would lock the operator out of its own servers, "" when it does not.
+func lockout(key, v string) string {
+	if key != "maxclients" {
+		return ""
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil || n < minClients {
+		return fmt.Sprintf("maxclients %q is below %d: the operator, the probes and replication need connections of their own", v, minClients)
+	}
+	return ""
+}
+
 // unsafeValue says why a value cannot be rendered, "" when it can.
 func unsafeValue(v string) string {
+	if len(v) > maxValue {
+		return fmt.Sprintf("has %d characters, more than %d", len(v), maxValue)
+	}
 	if !utf8.ValidString(v) {
 		return "is not valid UTF-8"
 	}

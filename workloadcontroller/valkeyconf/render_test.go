@@ -168,6 +168,12 @@ func TestRenderRefuses(t *testing.T) {
 		{"maxmemory", "\x7f", "maxmemory"},
 		{"maxmemory", "\u0085", "maxmemory"},
 		{"maxmemory", "\xff", "maxmemory"},
+		{"tls-auth-clients", "no", "tls-auth-clients"},
+		{"TLS-Auth-Clients", "optional", "TLS-Auth-Clients"},
+		{"maxclients", "1", "maxclients"},
+		{"MaxClients", "63", "MaxClients"},
+		{"maxclients", "many", "maxclients"},
+		{"maxmemory-policy", strings.Repeat("x", 4097), "maxmemory-policy"},
 	} {
 		_, err := Render(Params{DataDir: "/data", Config: map[string]string{tc.key: tc.value}})
 		var ce *ConfigError
