@@ -38,6 +38,8 @@ type clusterFacts struct {
 	policyRefused string
 	// serviceRefused says why a Service of the cluster could not be made ("" when none).
 	serviceRefused string
+	// notOwned names objects of the cluster's names that belong to another.
+	notOwned []string
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -59,7 +61,7 @@ func factsOf(st *clusterState) clusterFacts {
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
 		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
-		stalled: st.stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, formed: formedBefore(vc),
+		stalled: st.stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, notOwned: st.notOwned, formed: formedBefore(vc),
 	}
 	for _, n := range st.nodes {
 		approval := rollApproval(st, n)
@@ -164,6 +166,8 @@ func progressing(f clusterFacts, desired int) metav1.Condition {
 		on, reason, msg = true, valkeyv1.ReasonNetworkPolicyRefused, f.policyRefused+"; "+msg
 	case f.serviceRefused != "":
 		on, reason, msg = true, valkeyv1.ReasonServiceRefused, f.serviceRefused+"; "+msg
+	case len(f.notOwned) > 0:
+		on, reason, msg = true, valkeyv1.ReasonObjectNotOwned, strings.Join(f.notOwned, "; ")+"; "+msg
 	case f.stalled != "":
 		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
 	case len(f.failoversStalled) > 0:

@@ -45,18 +45,34 @@ func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error 
 	if exists && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && hasLabels(cur.Labels, want.Labels) {
 		return nil
 	}
+	if !exists {
+		why, err := r.foreign(ctx, vc, "NetworkPolicy", &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
+		if err != nil {
+			return err
+		}
+		if why != "" {
+			r.policyNotKept(st, why+" (or set spec.network.policy: Disabled and write your own)")
+			return nil
+		}
+	}
 	err = r.applyOwned(ctx, want)
 	if apierrors.IsInvalid(err) {
-		st.policyRefused = fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom (or set spec.network.policy: Disabled and write your own)", want.Name, err)
-		if c := status.Get(vc.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonNetworkPolicyRefused {
-			r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", "%s", st.policyRefused)
-		}
+		r.policyNotKept(st, fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom (or set spec.network.policy: Disabled and write your own)", want.Name, err))
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("apply NetworkPolicy %s: %w", want.Name, err)
 	}
 	return nil
+}
+
+// policyNotKept records why the cluster's NetworkPolicy is not as wanted, with a Warning
+// event when Progressing did not say so already.
+func (r *Reconciler) policyNotKept(st *clusterState, why string) {
+	st.policyRefused = why
+	if c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonNetworkPolicyRefused {
+		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", "%s", why)
+	}
 }
 
 // desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own

@@ -19,8 +19,10 @@ import (
 // one of the shard's pods may be evicted at a time, so a drain never takes a primary and
 // its replica together (the evicted primary hands over to its replica as it stops: see
 // valkey-start). A shard removed by scale-in keeps its budget until none of its
-// ValkeyNodes is left. Budgets already as desired are not written again.
-func (r *Reconciler) disruptionBudgets(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) error {
+// ValkeyNodes is left. Budgets already as desired are not written again. A budget of a
+// shard's name that another object controls is left as it is and reported (ObjectNotOwned).
+func (r *Reconciler) disruptionBudgets(ctx context.Context, st *clusterState) error {
+	vc, nodes := st.cluster, st.nodes
 	var list policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
 		return fmt.Errorf("list PodDisruptionBudgets of %s: %w", vc.Name, err)
@@ -44,6 +46,16 @@ func (r *Reconciler) disruptionBudgets(ctx context.Context, vc *valkeyv1.ValkeyC
 		delete(have, want.Name)
 		if cur != nil && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && hasLabels(cur.Labels, want.Labels) {
 			continue
+		}
+		if cur == nil {
+			why, err := r.foreign(ctx, vc, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
+			if err != nil {
+				return err
+			}
+			if why != "" {
+				r.notOwned(st, why)
+				continue
+			}
 		}
 		if err := r.applyOwned(ctx, want); err != nil {
 			return fmt.Errorf("apply PodDisruptionBudget %s: %w", want.Name, err)

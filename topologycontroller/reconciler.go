@@ -217,7 +217,7 @@ func movesSlots(phase string) bool {
 // protect writes what guards and reaches the cluster's pods: a PodDisruptionBudget per
 // shard, the cluster's NetworkPolicy and its Services.
 func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
-	if err := r.disruptionBudgets(ctx, st.cluster, st.nodes); err != nil {
+	if err := r.disruptionBudgets(ctx, st); err != nil {
 		return err
 	}
 	if err := r.networkPolicy(ctx, st); err != nil {

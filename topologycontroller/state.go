@@ -43,6 +43,9 @@ type clusterState struct {
 	// serviceRefused says why a Service of the cluster could not be made ("" when both
 	// are as wanted).
 	serviceRefused string
+	// notOwned names the objects of the cluster's names that belong to another (left as
+	// they are).
+	notOwned []string
 	// tlsReady is the cluster's TLSReady decided this round (nil without spec.tls).
 	tlsReady *metav1.Condition
 	// usersApplied is the cluster's UsersApplied (nil without spec.users).

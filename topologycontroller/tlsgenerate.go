@@ -36,6 +36,9 @@ func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	now := time.Now()
 	exists := err == nil
+	if exists && !metav1.IsControlledBy(&s, vc) {
+		return nil, generatedNotOwned(vc, name, "the servers' certificate")
+	}
 	why := "no certificate yet"
 	if exists {
 		b, bad := parseBundle(s.Data, now)
@@ -96,6 +99,9 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 	name := valkeyv1.CASecretName(vc.Name)
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
+	if err == nil && !metav1.IsControlledBy(&s, vc) {
+		return nil, nil, generatedNotOwned(vc, name, "the cluster's CA")
+	}
 	if err == nil {
 		ca, perr := parseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
 		if perr != nil {
@@ -126,6 +132,15 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 	}
 	ca, err := parseKeyPair(certPEM, keyPEM)
 	return ca, certPEM, err
+}
+
+// generatedNotOwned refuses a Secret of a generated TLS name that the cluster does not
+// control: a Secret of someone else (cert-manager's, a company CA) is neither overwritten nor
+// trusted as the cluster's CA.
+func generatedNotOwned(vc *valkeyv1.ValkeyCluster, name, what string) *tlsError {
+	return &tlsError{valkeyv1.ReasonTLSSecretNotOwned, fmt.Sprintf(
+		"Secret %s, where tls.generate keeps %s, exists and is not owned by ValkeyCluster %s: it is neither used nor overwritten; "+
+			"delete or rename it, or give your own certificate with tls.secretName", name, what, vc.Name)}
 }
 
 // writeSecret creates the Secret name (owned by vc) with data, or replaces the data of the

@@ -178,14 +178,18 @@ const (
 	// message names the slots and the server's error. They are tried again with backoff.
 	ReasonMigrationStalled = "MigrationStalled"
 	// ReasonNetworkPolicyRefused (Progressing=True): the API server refused the cluster's
-	// NetworkPolicy (a spec.network.clientFrom peer it finds invalid); the message has its
-	// error. The servers run and are repaired as before.
+	// NetworkPolicy (a spec.network.clientFrom peer it finds invalid), or a NetworkPolicy of
+	// its name belongs to another and is left as it is; the message says which. The servers run and are repaired as before.
 	ReasonNetworkPolicyRefused = "NetworkPolicyRefused"
 	// ReasonServiceRefused (Progressing=True): the cluster's client or headless Service
 	// could not be made: the API server refused it, or a Service of its name belongs to
 	// another. The message says which and what to do. The servers run and are repaired as
 	// before.
 	ReasonServiceRefused = "ServiceRefused"
+	// ReasonObjectNotOwned (Progressing=True): an object of one of the cluster's names (a
+	// shard's PodDisruptionBudget) exists and is not controlled by the cluster; it is left
+	// as it is, and the message names it. The servers run and are repaired as before.
+	ReasonObjectNotOwned = "ObjectNotOwned"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
 	// generated Secret, it was deleted while the cluster's servers still use its password.
@@ -220,6 +224,10 @@ const (
 	// ca.crt, or one does not parse, or the key does not match the certificate, or the
 	// certificate is not signed by ca.crt or has expired.
 	ReasonTLSSecretInvalid = "TLSSecretInvalid"
+	// ReasonTLSSecretNotOwned (TLSReady=False): with tls.generate, the Secret <cluster>-ca or
+	// <cluster>-tls exists and is not controlled by the cluster (someone else's Secret of that
+	// name): it is neither used nor overwritten, and nothing running changes.
+	ReasonTLSSecretNotOwned = "TLSSecretNotOwned"
 	// ReasonCertificateNamesNotCovered (TLSReady=False): the certificate does not cover
 	// some name clients use; the message lists them.
 	ReasonCertificateNamesNotCovered = "CertificateNamesNotCovered"

@@ -51,6 +51,9 @@ const (
 	// EventServiceRefused (Warning): the cluster's client or headless Service could not be
 	// made (see ReasonServiceRefused).
 	EventServiceRefused = "ServiceRefused"
+	// EventObjectNotOwned (Warning): an object of one of the cluster's names belongs to
+	// another and is left as it is (see ReasonObjectNotOwned).
+	EventObjectNotOwned = "ObjectNotOwned"
 )
 
 // Event reasons of the topology controller about failovers and roll approvals.

@@ -118,3 +118,31 @@ func strAs(ctx context.Context, addr, user, password string, args ...string) (st
 	defer s.close()
 	return s.str(ctx, args...)
 }
+
+// TestAuthFileLeavesOutLinesTheServerCannotRead: a cluster's ACL file written before quotes
+// and password rules were refused may hold a line the server cannot read back (valkey-server
+// 9.1.2: "Unbalanced quotes in configuration line", exit at start). valkey-start leaves such a
+// line out, so the server starts with the other users, and the refused user cannot log in.
+func TestAuthFileLeavesOutLinesTheServerCannotRead(t *testing.T) {
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "users.acl")
+	good := acl.User{Name: "app", On: true, Hashes: []string{acl.Hash("app-pw")}, Rules: []string{"~app:*", "+@all"}}
+	lines := good.Line() + "\n" +
+		"user quoted reset on #" + acl.Hash("q-pw") + " ~app:\"x +@read\n" +
+		"user open reset on NOPASS ~* +@all\n"
+	if err := os.WriteFile(aclFile, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startWithAuth(t, dir, &Wrapper{User: "valkey-operator", Password: "op", ACLFile: aclFile})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the server started and app is in", func() bool {
+		out, err := strAs(ctx, addr, "app", "app-pw", "PING")
+		return err == nil && out == "PONG"
+	})
+	if _, err := strAs(ctx, addr, "quoted", "q-pw", "PING"); err == nil {
+		t.Fatal("the user of the unreadable line was kept")
+	}
+	if _, err := strAs(ctx, addr, "open", "any password", "PING"); err == nil {
+		t.Fatal("a NOPASS user lets anyone in")
+	}
+}

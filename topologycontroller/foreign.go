@@ -1,0 +1,48 @@
+package topologycontroller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// foreign tells, past the cache, whether an object of obj's kind, namespace and name exists
+// and is not controlled by the cluster: the caches hold only objects with the operator's
+// labels, so an unlabelled object of the same name looks missing there, and applying over it
+// would take it over (its spec replaced, an ownerReference added: deleting the cluster would
+// delete it). obj is an empty object of the kind, with its namespace and name; it is filled
+// by the read. The message names the object and what to do; "" when the cluster may write it.
+func (r *Reconciler) foreign(ctx context.Context, vc *valkeyv1.ValkeyCluster, kind string, obj client.Object) (string, error) {
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
+	switch {
+	case isNotFound(err):
+		return "", nil
+	case err != nil:
+		return "", fmt.Errorf("get %s %s: %w", kind, obj.GetName(), err)
+	case metav1.IsControlledBy(obj, vc):
+		return "", nil
+	}
+	return notOwnedObject(kind, obj.GetName(), vc.Name), nil
+}
+
+// notOwnedObject says that an object of one of the cluster's conventional names belongs to
+// another, and what to do.
+func notOwnedObject(kind, name, cluster string) string {
+	return fmt.Sprintf("%s %s exists and is not owned by ValkeyCluster %s: it is left as it is; delete or rename it so that the operator can make its own", kind, name, cluster)
+}
+
+// notOwned records an object of the cluster's names that belongs to another, with a Warning
+// event when Progressing did not name it already.
+func (r *Reconciler) notOwned(st *clusterState, why string) {
+	st.notOwned = append(st.notOwned, why)
+	if c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonObjectNotOwned || !strings.Contains(c.Message, why) {
+		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventObjectNotOwned, "ApplyObject", "%s", why)
+	}
+}

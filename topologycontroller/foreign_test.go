@@ -1,0 +1,116 @@
+package topologycontroller_test
+
+import (
+	"context"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+)
+
+// progressingMessage is the cluster's Progressing message.
+func progressingMessage(ns, name string) string {
+	if c := status.Get(getCluster(ns, name).Status.Conditions, valkeyv1.ConditionProgressing); c != nil {
+		return c.Message
+	}
+	return ""
+}
+
+// Objects of the cluster's conventional names that someone else made (without the operator's
+// labels, so the controller's caches do not see them) are never taken over: neither their spec
+// nor their owners change, and the cluster says which object is in the way.
+var _ = Describe("Same-named objects of someone else", func() {
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+	ctx := context.Background()
+
+	It("leaves a NetworkPolicy of the cluster's name alone and reports it, and makes its own once it is gone", func() {
+		ns := newNamespace()
+		theirs := &networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.NetworkPolicyName("web")},
+			Spec: networkingv1.NetworkPolicySpec{
+				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
+				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+			},
+		}
+		Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		vc := newCluster(ns, "web", 1, 0)
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, vc)).To(Succeed()) })
+
+		Eventually(progressingReason(ns, "web"), 20*time.Second).Should(Equal(valkeyv1.ReasonNetworkPolicyRefused))
+		Expect(progressingMessage(ns, "web")).To(ContainSubstring("NetworkPolicy valkey-web exists and is not owned by ValkeyCluster web"))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventNetworkPolicyRefused) }, 10*time.Second).Should(BeNumerically(">=", 1))
+		Consistently(func(g Gomega) {
+			var cur networkingv1.NetworkPolicy
+			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), &cur)).To(Succeed())
+			g.Expect(cur.OwnerReferences).To(BeEmpty(), "no ownerReference: deleting the cluster must not delete it")
+			g.Expect(cur.Spec.PodSelector.MatchLabels).To(Equal(map[string]string{"app": "web"}))
+			g.Expect(cur.Labels).To(BeEmpty())
+		}, 3*time.Second).Should(Succeed())
+
+		By("once theirs is deleted, the cluster's own is made")
+		Expect(k8s.Delete(ctx, theirs)).To(Succeed())
+		Eventually(func() bool {
+			var cur networkingv1.NetworkPolicy
+			return k8s.Get(ctx, client.ObjectKeyFromObject(theirs), &cur) == nil && metav1.IsControlledBy(&cur, vc)
+		}, 20*time.Second).Should(BeTrue())
+		Eventually(progressingReason(ns, "web"), 20*time.Second).ShouldNot(Equal(valkeyv1.ReasonNetworkPolicyRefused))
+	})
+
+	It("leaves a PodDisruptionBudget of a shard's name alone and reports it", func() {
+		ns := newNamespace()
+		theirs := &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.DisruptionBudgetName("pdb", 0)},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MinAvailable: ptr.To(intstr.FromInt32(2)),
+				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "theirs"}},
+			},
+		}
+		Expect(k8s.Create(ctx, theirs)).To(Succeed())
+		vc := newCluster(ns, "pdb", 2, 0)
+		DeferCleanup(func() { Expect(k8s.Delete(ctx, vc)).To(Succeed()) })
+
+		Eventually(progressingReason(ns, "pdb"), 20*time.Second).Should(Equal(valkeyv1.ReasonObjectNotOwned))
+		Expect(progressingMessage(ns, "pdb")).To(ContainSubstring("PodDisruptionBudget " + theirs.Name + " exists and is not owned by ValkeyCluster pdb"))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventObjectNotOwned) }, 10*time.Second).Should(BeNumerically(">=", 1))
+		var cur policyv1.PodDisruptionBudget
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), &cur)).To(Succeed())
+		Expect(cur.OwnerReferences).To(BeEmpty())
+		Expect(cur.Spec.MinAvailable).To(Equal(ptr.To(intstr.FromInt32(2))))
+		Expect(cur.Spec.Selector.MatchLabels).To(Equal(map[string]string{"app": "theirs"}))
+		Eventually(func() error {
+			var other policyv1.PodDisruptionBudget
+			return k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.DisruptionBudgetName("pdb", 1)}, &other)
+		}, 20*time.Second).Should(Succeed(), "the other shard's budget is made all the same")
+	})
+
+	DescribeTable("with tls.generate, leaves a Secret of a generated name alone, uses nothing of it, and creates no node",
+		func(secret func(name string) string) {
+			ns := newNamespace()
+			name := secret("corp")
+			data := map[string][]byte{"tls.crt": []byte("theirs"), "tls.key": []byte("theirs")}
+			putSecret(ns, name, data)
+			newTLSCluster(ns, "corp", 1, 0, map[string]any{"generate": true})
+			msg := tlsCondition(ns, "corp", false, valkeyv1.ReasonTLSSecretNotOwned)
+			Expect(msg).To(ContainSubstring("Secret " + name))
+			Expect(msg).To(ContainSubstring("is not owned by ValkeyCluster corp"))
+			Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonTLSSecretNotOwned) }, 10*time.Second).Should(BeNumerically(">=", 1))
+			Expect(listNodes(ns)).To(BeEmpty(), "no node is created")
+			var cur corev1.Secret
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cur)).To(Succeed())
+			Expect(cur.Data).To(Equal(data), "their Secret is not overwritten")
+			Expect(cur.OwnerReferences).To(BeEmpty())
+		},
+		Entry("the certificate Secret <cluster>-tls (cert-manager's, say)", valkeyv1.TLSSecretName),
+		Entry("the CA Secret <cluster>-ca (a company CA, say)", valkeyv1.CASecretName),
+	)
+})
