@@ -26,7 +26,8 @@ import (
 // them as WorkloadReady, RollPending and status.workload.
 type Reconciler struct {
 	client.Client
-	// APIReader reads what is not cached: PersistentVolumes, only for a lost node.
+	// APIReader reads what is not cached: PersistentVolumes, only for a lost node, and the
+	// objects of a node's names before it creates them (another's are never taken over).
 	APIReader client.Reader
 	Recorder  events.EventRecorder
 	Status    status.Applier
@@ -183,6 +184,17 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	if cur.workload() == nil && !volumeOK {
 		if wait := volumeUnreported(node, r.Options.VolumeReportGrace, time.Now()); wait > 0 {
 			return result{after: wait}, nil
+		}
+	}
+	if cur.workload() == nil && volumeOK {
+		why, err := r.foreign(ctx, node, cur, want)
+		if err != nil {
+			return result{workload: observedWorkload(cur)}, err
+		}
+		if why != "" {
+			res = r.notOwned(node, why)
+			res.workload = observedWorkload(cur)
+			return res, nil
 		}
 	}
 	if cur.workload() == nil {

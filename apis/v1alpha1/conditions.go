@@ -186,9 +186,11 @@ const (
 	// another. The message says which and what to do. The servers run and are repaired as
 	// before.
 	ReasonServiceRefused = "ServiceRefused"
-	// ReasonObjectNotOwned (Progressing=True): an object of one of the cluster's names (a
-	// shard's PodDisruptionBudget) exists and is not controlled by the cluster; it is left
-	// as it is, and the message names it. The servers run and are repaired as before.
+	// ReasonObjectNotOwned: an object of one of the operator's names exists and is not
+	// controlled by the cluster or node; it is left as it is, and the message names it. On a
+	// ValkeyCluster (Progressing=True, topology): a shard's PodDisruptionBudget; the servers
+	// run and are repaired as before. On a ValkeyNode (WorkloadReady=False, workload): its
+	// ConfigMap or StatefulSet (Deployment); no workload is created until it is gone.
 	ReasonObjectNotOwned = "ObjectNotOwned"
 
 	// ReasonPasswordSecretMissing (Ready=False): the password Secret does not exist; for the
