@@ -66,6 +66,17 @@ func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error 
 	return nil
 }
 
+// topologyPods are the topology controller's pods: the labels its Deployment gives them, in
+// the operator's namespace.
+func topologyPods(operatorNamespace string) networkingv1.NetworkPolicyPeer {
+	return networkingv1.NetworkPolicyPeer{
+		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: operatorNamespace}},
+		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			"app.kubernetes.io/name": "valkey-operator", "app.kubernetes.io/component": "topology-controller",
+		}},
+	}
+}
+
 // policyNotKept records why the cluster's NetworkPolicy is not as wanted, with a Warning
 // event when Progressing did not say so already.
 func (r *Reconciler) policyNotKept(st *clusterState, why string) {
@@ -75,9 +86,10 @@ func (r *Reconciler) policyNotKept(st *clusterState, why string) {
 	}
 }
 
-// desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own
-// pods and the operator's namespace; on the client port, those and spec.network.clientFrom,
-// or anyone when clientFrom is empty (the same on tls.plaintextPort). Egress is not restricted. Without an operator
+// desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own pods
+// only (no controller speaks the bus); on the client port, those, the topology controller's
+// pods in the operator's namespace, and spec.network.clientFrom, or anyone when clientFrom is
+// empty (the same on tls.plaintextPort). Egress is not restricted. Without an operator
 // namespace (a controller run outside a pod) only the cluster's own pods and clientFrom are
 // admitted.
 func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNamespace string) *networkingv1.NetworkPolicy {
@@ -85,11 +97,10 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 		valkeyv1.LabelCluster:   vc.Name,
 		valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
 	}}
-	trusted := []networkingv1.NetworkPolicyPeer{{PodSelector: pods}}
+	members := []networkingv1.NetworkPolicyPeer{{PodSelector: pods}}
+	trusted := members
 	if operatorNamespace != "" {
-		trusted = append(trusted, networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{
-			MatchLabels: map[string]string{corev1.LabelMetadataName: operatorNamespace},
-		}})
+		trusted = append(append([]networkingv1.NetworkPolicyPeer{}, members...), topologyPods(operatorNamespace))
 	}
 	clients := ingressRule(clientPort, nil) // anyone
 	if vc.Spec.Network != nil && len(vc.Spec.Network.ClientFrom) > 0 {
@@ -112,7 +123,7 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: *pods,
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, trusted), clients},
+			Ingress:     []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, members), clients},
 		},
 	}
 }
