@@ -26,6 +26,7 @@ type TLSSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	SecretName string `json:"secretName,omitempty"`
 
 	// Generate: the operator keeps the cluster's own CA (Secret <cluster>-ca) and issues
@@ -62,7 +63,9 @@ type UserSpec struct {
 	// +required
 	// +kubebuilder:validation:MinItems=1
 	// +kubebuilder:validation:MaxItems=4
-	// +listType=atomic
+	// +listType=map
+	// +listMapKey=name
+	// +listMapKey=key
 	PasswordSecrets []SecretKeyRef `json:"passwordSecrets"`
 
 	// Rules are Valkey ACL rules granting commands, keys and channels, for example

@@ -20,6 +20,8 @@ type ValkeyBackupSpec struct {
 	// VolumeSnapshotClass marked default whose driver is the claims' provisioner.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	VolumeSnapshotClassName *string `json:"volumeSnapshotClassName,omitempty"`
 }
 
@@ -161,6 +163,8 @@ type ValkeyBackupScheduleSpec struct {
 	// VolumeSnapshotClassName is passed to every backup.
 	// +optional
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	VolumeSnapshotClassName *string `json:"volumeSnapshotClassName,omitempty"`
 }
 

@@ -72,7 +72,7 @@ type PersistenceSpec struct {
 	// Size of each node's volume. It may grow (the claim is expanded online when its
 	// StorageClass allows it) but never shrink.
 	// +required
-	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).isGreaterThan(quantity('0'))",message="persistence.size must be greater than 0"
+	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity('1Mi')) >= 0",message="persistence.size must be at least 1Mi"
 	// +kubebuilder:validation:XValidation:rule="quantity(string(self)).compareTo(quantity(string(oldSelf))) >= 0",message="persistence.size may only grow"
 	Size resource.Quantity `json:"size"`
 
@@ -82,6 +82,7 @@ type PersistenceSpec struct {
 	// node reports VolumeReady=False, StorageClassImmutable until the change is reverted.
 	// +optional
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	StorageClassName *string `json:"storageClassName,omitempty"`
 
 	// ReclaimPolicy of a node's claim once the node is deleted: Retain (default) keeps it,
@@ -152,10 +153,14 @@ func (p *PersistenceSpec) EffectiveReclaimPolicy() ReclaimPolicy {
 type SecretKeyRef struct {
 	// Name of the Secret.
 	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	Name string `json:"name"`
 	// Key in the Secret (default "password").
 	// +optional
 	// +kubebuilder:default=password
+	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[-._a-zA-Z0-9]+$`
 	Key string `json:"key,omitempty"`
 }
 

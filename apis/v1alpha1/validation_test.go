@@ -123,9 +123,42 @@ var _ = Describe("ValkeyCluster admission", func() {
 		expectRejected(k8s.Create(ctx, u), "spec.replicas")
 	})
 
-	It("refuses a zero size", func() {
-		u := fromYAML(strings.Replace(seedCluster, "size: 10Gi", "size: 0", 1), ns)
-		expectRejected(k8s.Create(ctx, u), "persistence.size must be greater than 0")
+	It("refuses a size below 1Mi: zero, a fraction of a byte", func() {
+		for _, size := range []string{"0", `"0.5"`, "1Ki"} {
+			u := fromYAML(strings.Replace(seedCluster, "size: 10Gi", "size: "+size, 1), ns)
+			expectRejected(k8s.Create(ctx, u), "persistence.size must be at least 1Mi")
+		}
+	})
+
+	It("refuses names that Kubernetes would refuse, naming the field, before anything is made", func() {
+		pw := []v1.SecretKeyRef{{Name: "app-pw"}}
+		for _, tc := range []struct {
+			change func(*v1.ValkeyCluster)
+			says   string
+		}{
+			{func(c *v1.ValkeyCluster) { c.Name = "my.cache" }, "metadata.name must start with a letter"},
+			{func(c *v1.ValkeyCluster) { c.Name = "9lives" }, "metadata.name must start with a letter"},
+			{func(c *v1.ValkeyCluster) { c.Name = "x-nodes" }, "metadata.name may not end in -nodes"},
+			{func(c *v1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("Fast_SSD") }, "spec.persistence.storageClassName"},
+			{func(c *v1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("") }, "spec.persistence.storageClassName"},
+			{func(c *v1.ValkeyCluster) { c.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "team/pw"} }, "spec.passwordSecret.name"},
+			{func(c *v1.ValkeyCluster) {
+				c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: []v1.SecretKeyRef{{Name: "Pw"}}}}
+			}, "spec.users[0].passwordSecrets[0].name"},
+			{func(c *v1.ValkeyCluster) {
+				c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: append(pw, pw[0])}}
+			}, "Duplicate value"},
+			{func(c *v1.ValkeyCluster) { c.Spec.TLS = &v1.TLSSpec{SecretName: "My_Cert"} }, "spec.tls.secretName"},
+			{func(c *v1.ValkeyCluster) { c.Spec.RestoreFrom = "Nightly/1" }, "spec.restoreFrom"},
+		} {
+			c := persistentCluster(ns)
+			tc.change(c)
+			expectRejected(k8s.Create(ctx, c), tc.says)
+		}
+		c := persistentCluster(ns)
+		c.Name = "web-cache-2"
+		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: []v1.SecretKeyRef{{Name: "app-pw"}, {Name: "app-pw", Key: "next"}}}}
+		Expect(k8s.Create(ctx, c)).To(Succeed(), "two keys of one Secret are two passwords")
 	})
 
 	It("refuses a size that is not a quantity", func() {

@@ -52,6 +52,7 @@ type ValkeyClusterSpec struct {
 	// +optional
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=253
+	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?([.][a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	RestoreFrom string `json:"restoreFrom,omitempty"`
 }
 
@@ -92,6 +93,8 @@ type ValkeyClusterStatus struct {
 // replicas) is refused the same way.
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.spec) || self.metadata.name.size() <= 43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)",messageExpression=`'metadata.name must be at most ' + ((43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][(43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][(43 - (self.spec.shards > 100 ? 3 : self.spec.shards > 10 ? 2 : 1) - (self.spec.replicas >= 10 ? 2 : 1)) % 10] + ' characters for ' + (self.spec.shards >= 1000 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 1000 % 10] : "") + (self.spec.shards >= 100 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 100 % 10] : "") + (self.spec.shards >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.shards % 10] + (self.spec.shards == 1 ? ' shard' : ' shards') + ' and ' + (self.spec.replicas >= 10 ? ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.replicas / 10 % 10] : "") + ['0', '1', '2', '3', '4', '5', '6', '7', '8', '9'][self.spec.replicas % 10] + (self.spec.replicas == 1 ? ' replica' : ' replicas') + ' (the StatefulSet name valkey-<name>-<shard>-<replica> must fit 52 characters)'`
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.matches('^[a-z]([-a-z0-9]*[a-z0-9])?$')",message="metadata.name must start with a letter and hold only lower-case letters, digits and '-': it names the cluster's Services (valkey-<name>)"
+// +kubebuilder:validation:XValidation:rule="!self.metadata.name.endsWith('-nodes')",message="metadata.name may not end in -nodes: its client Service valkey-<name> would be the headless Service of the cluster named without -nodes"
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkc,categories=valkey
