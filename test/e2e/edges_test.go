@@ -53,7 +53,7 @@ var _ = Describe("Edges", Label("edges"), func() {
 		}
 		Expect(k8s.Create(ctx, policy)).To(Succeed())
 		Expect(k8s.Create(ctx, budget)).To(Succeed())
-		c := newCluster(ns, "web", 1, 1, nil)
+		c := newCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
 		waitReady(c, 5*time.Minute)
 		Eventually(func() string {
 			cond := status.Get(getCluster(c).Status.Conditions, v1.ConditionProgressing)
@@ -63,11 +63,11 @@ var _ = Describe("Edges", Label("edges"), func() {
 			return cond.Reason + ": " + cond.Message
 		}).WithTimeout(time.Minute).Should(ContainSubstring("NetworkPolicy valkey-web exists and is not owned by ValkeyCluster web"))
 
-		By("every pod restarted starts again")
+		By("every pod restarted, one at a time, starts again")
 		for _, n := range clusterNodes(c) {
 			replacePod(n, 3*time.Minute)
+			waitReady(c, 5*time.Minute)
 		}
-		waitReady(c, 5*time.Minute)
 
 		By("their objects are as they made them")
 		var p networkingv1.NetworkPolicy
