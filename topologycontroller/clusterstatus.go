@@ -157,17 +157,32 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 	}
 }
 
+// refusals are the cluster's objects not kept as wanted, most important first.
+func refusals(f clusterFacts) []string {
+	var out []string
+	for _, r := range []string{f.policyRefused, f.serviceRefused} {
+		if r != "" {
+			out = append(out, r)
+		}
+	}
+	return append(out, f.notOwned...)
+}
+
 // progressing is the Progressing condition: the work under way, by its kind.
 func progressing(f clusterFacts, desired int) metav1.Condition {
 	on, reason := len(f.progress) > 0, valkeyv1.ReasonForming
 	msg := strings.Join(append(append([]string(nil), f.failoversStalled...), f.progress...), "; ")
+	if refused := refusals(f); len(refused) > 0 {
+		// Every object not kept is named, so that each one's Warning event is sent once.
+		msg = strings.Join(append(refused, msg), "; ")
+	}
 	switch {
 	case f.policyRefused != "":
-		on, reason, msg = true, valkeyv1.ReasonNetworkPolicyRefused, f.policyRefused+"; "+msg
+		on, reason = true, valkeyv1.ReasonNetworkPolicyRefused
 	case f.serviceRefused != "":
-		on, reason, msg = true, valkeyv1.ReasonServiceRefused, f.serviceRefused+"; "+msg
+		on, reason = true, valkeyv1.ReasonServiceRefused
 	case len(f.notOwned) > 0:
-		on, reason, msg = true, valkeyv1.ReasonObjectNotOwned, strings.Join(f.notOwned, "; ")+"; "+msg
+		on, reason = true, valkeyv1.ReasonObjectNotOwned
 	case f.stalled != "":
 		on, reason, msg = true, valkeyv1.ReasonMigrationStalled, f.stalled+"; "+msg
 	case len(f.failoversStalled) > 0:

@@ -38,11 +38,18 @@ func notOwnedObject(kind, name, cluster string) string {
 	return fmt.Sprintf("%s %s exists and is not owned by ValkeyCluster %s: it is left as it is; delete or rename it so that the operator can make its own", kind, name, cluster)
 }
 
+// progressingSays tells whether the cluster's Progressing condition already says why: its
+// Warning event was sent then.
+func progressingSays(st *clusterState, why string) bool {
+	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
+	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, why)
+}
+
 // notOwned records an object of the cluster's names that belongs to another, with a Warning
 // event when Progressing did not name it already.
 func (r *Reconciler) notOwned(st *clusterState, why string) {
 	st.notOwned = append(st.notOwned, why)
-	if c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonObjectNotOwned || !strings.Contains(c.Message, why) {
+	if !progressingSays(st, why) {
 		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventObjectNotOwned, "ApplyObject", "%s", why)
 	}
 }

@@ -66,8 +66,12 @@ var _ = Describe("Same-named objects of someone else", func() {
 		Eventually(progressingReason(ns, "web"), 20*time.Second).ShouldNot(Equal(valkeyv1.ReasonNetworkPolicyRefused))
 	})
 
-	It("leaves a PodDisruptionBudget of a shard's name alone and reports it", func() {
+	It("leaves a PodDisruptionBudget of a shard's name alone and reports it once, next to a NetworkPolicy of another", func() {
 		ns := newNamespace()
+		Expect(k8s.Create(ctx, &networkingv1.NetworkPolicy{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.NetworkPolicyName("pdb")},
+			Spec:       networkingv1.NetworkPolicySpec{PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}},
+		})).To(Succeed())
 		theirs := &policyv1.PodDisruptionBudget{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.DisruptionBudgetName("pdb", 0)},
 			Spec: policyv1.PodDisruptionBudgetSpec{
@@ -79,9 +83,12 @@ var _ = Describe("Same-named objects of someone else", func() {
 		vc := newCluster(ns, "pdb", 2, 0)
 		DeferCleanup(func() { Expect(k8s.Delete(ctx, vc)).To(Succeed()) })
 
-		Eventually(progressingReason(ns, "pdb"), 20*time.Second).Should(Equal(valkeyv1.ReasonObjectNotOwned))
-		Expect(progressingMessage(ns, "pdb")).To(ContainSubstring("PodDisruptionBudget " + theirs.Name + " exists and is not owned by ValkeyCluster pdb"))
-		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventObjectNotOwned) }, 10*time.Second).Should(BeNumerically(">=", 1))
+		Eventually(progressingReason(ns, "pdb"), 20*time.Second).Should(Equal(valkeyv1.ReasonNetworkPolicyRefused), "the policy comes first")
+		Eventually(func() string { return progressingMessage(ns, "pdb") }, 20*time.Second).Should(SatisfyAll(
+			ContainSubstring("PodDisruptionBudget "+theirs.Name+" exists and is not owned by ValkeyCluster pdb"),
+			ContainSubstring("NetworkPolicy valkey-pdb exists and is not owned by ValkeyCluster pdb")))
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventObjectNotOwned) }, 10*time.Second).Should(Equal(1))
+		Consistently(func() int { return eventsWithReason(ns, valkeyv1.EventObjectNotOwned) }, 5*time.Second).Should(Equal(1), "one event, not one per reconcile")
 		var cur policyv1.PodDisruptionBudget
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(theirs), &cur)).To(Succeed())
 		Expect(cur.OwnerReferences).To(BeEmpty())

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
-	"valkey.io/operator/internal/status"
 )
 
 // busPortOffset is the distance of Valkey's cluster bus port from its client port.
@@ -81,7 +80,7 @@ func topologyPods(operatorNamespace string) networkingv1.NetworkPolicyPeer {
 // event when Progressing did not say so already.
 func (r *Reconciler) policyNotKept(st *clusterState, why string) {
 	st.policyRefused = why
-	if c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonNetworkPolicyRefused {
+	if !progressingSays(st, why) {
 		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", "%s", why)
 	}
 }

@@ -14,7 +14,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
-	"valkey.io/operator/internal/status"
 )
 
 // services writes the cluster's client Service and headless Service (see
@@ -39,7 +38,7 @@ func (r *Reconciler) services(ctx context.Context, st *clusterState) error {
 	if len(refused) == 1 {
 		st.serviceRefused = refused[0]
 	}
-	if c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing); c == nil || c.Reason != valkeyv1.ReasonServiceRefused {
+	if !progressingSays(st, st.serviceRefused) {
 		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventServiceRefused, "ApplyService", "%s", st.serviceRefused)
 	}
 	return nil
