@@ -33,7 +33,7 @@ mkdir -p "$(dirname "$out")"
 	echo "- command: \`$*\`, exit status $rc, $took s"
 	echo
 	echo '```'
-	grep -E "$keep" "$log" | sed -E 's/^[[:space:]]+[a-z_]+_test\.go:[0-9]+: //'
+	sed -E 's/\x1b\[[0-9;]*m//g' "$log" | grep -E "$keep" | sed -E 's/^[[:space:]]+//; s/^[a-z_]+_test\.go:[0-9]+: //'
 	echo '```'
 } >"$out"
 echo "report: $out"
