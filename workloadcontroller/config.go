@@ -4,7 +4,7 @@ import (
 	"errors"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // Paths inside the pod.

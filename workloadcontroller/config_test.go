@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // TestRenderConfigPersistence checks that a node's spec renders the config of the matching

@@ -5,7 +5,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // TLSDir is where a node's certificate Secret (tls.crt, tls.key, ca.crt) is mounted. The

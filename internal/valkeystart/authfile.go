@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"valkey.io/operator/internal/acl"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // writeAuthFile writes the server's credentials into AuthFile (mode 0600), the file the

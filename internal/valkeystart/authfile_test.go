@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/internal/valkeyconf"
 	"valkey.io/operator/test/valkeyserver"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
 // TestAuthFileMakesTheServerRequireThePassword starts a real server on a valkey.conf

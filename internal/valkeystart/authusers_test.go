@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"valkey.io/operator/internal/acl"
+	"valkey.io/operator/internal/valkeyconf"
 	"valkey.io/operator/test/valkeyserver"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
 // TestAuthFileStartsTheServerWithTheUsers starts a real server as a cluster node's pod does:

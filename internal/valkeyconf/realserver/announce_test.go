@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"valkey.io/operator/workloadcontroller/valkeyconf"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // TestAnnouncedHostnameInRealServer starts two servers on configs rendered with

@@ -14,8 +14,8 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"valkey.io/operator/internal/tlsconf"
+	"valkey.io/operator/internal/valkeyconf"
 	"valkey.io/operator/test/valkeyserver"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
 // TestRenderedTLSConfig starts a server built with TLS on a config rendered with spec.tls:

@@ -14,8 +14,8 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
+	"valkey.io/operator/internal/valkeyconf"
 	"valkey.io/operator/test/valkeyserver"
-	"valkey.io/operator/workloadcontroller/valkeyconf"
 )
 
 // node is a real server started on a rendered config the way the pod starts it (the config
