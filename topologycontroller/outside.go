@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -44,8 +45,18 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if n.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection deletes it with its cluster
 	}
-	return r.apply(ctx, &n, orphanShare(&n, orphanReason(&n, &vc, err == nil)))
+	res, err := r.apply(ctx, &n, orphanShare(&n, orphanReason(&n, &vc, err == nil)))
+	if err == nil && res.IsZero() {
+		// Looked at again until it is gone: a cluster reconcile that began before the cluster
+		// went may still apply the node's share without Drained (the same field manager), and
+		// no event of the node's own would bring it back. An unchanged share is not written.
+		res.RequeueAfter = orphanRecheck
+	}
+	return res, err
 }
+
+// orphanRecheck is how often a node being deleted without its cluster is looked at again.
+const orphanRecheck = 5 * time.Second
 
 // orphanReason says why a node being deleted has no cluster to drain into. A cluster is
 // recognised by its UID: a ValkeyCluster re-created under the same name is another cluster,
