@@ -10,24 +10,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 	"valkey.io/operator/internal/status"
 )
 
-// foreign tells, past the cache, whether an object of obj's kind, namespace and name exists
-// and is not controlled by the cluster: the caches hold only objects with the operator's
-// labels, so an unlabelled object of the same name looks missing there, and applying over it
-// would take it over (its spec replaced, an ownerReference added: deleting the cluster would
-// delete it). obj is an empty object of the kind, with its namespace and name; it is filled
-// by the read. The message names the object and what to do; "" when the cluster may write it.
+// foreign tells, past the cache (owned.Foreign), whether an object of obj's kind, namespace
+// and name exists and is not controlled by the cluster. The message names the object and what
+// to do; "" when the cluster may write it.
 func (r *Reconciler) foreign(ctx context.Context, vc *valkeyv1.ValkeyCluster, kind string, obj client.Object) (string, error) {
-	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-	switch {
-	case isNotFound(err):
-		return "", nil
-	case err != nil:
-		return "", fmt.Errorf("get %s %s: %w", kind, obj.GetName(), err)
-	case metav1.IsControlledBy(obj, vc):
-		return "", nil
+	foreign, err := owned.Foreign(ctx, r.APIReader, vc, obj)
+	if err != nil || !foreign {
+		return "", err
 	}
 	return notOwnedObject(kind, obj.GetName(), vc.Name), nil
 }
@@ -45,9 +38,9 @@ func progressingSays(st *clusterState, why string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, why)
 }
 
-// notOwned records an object of the cluster's names that belongs to another, with a Warning
-// event when Progressing did not name it already.
-func (r *Reconciler) notOwned(st *clusterState, why string) {
+// reportNotOwned records an object of the cluster's names that belongs to another, with a
+// Warning event when Progressing did not name it already.
+func (r *Reconciler) reportNotOwned(st *clusterState, why string) {
 	st.notOwned = append(st.notOwned, why)
 	if !progressingSays(st, why) {
 		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventObjectNotOwned, "ApplyObject", "%s", why)

@@ -53,7 +53,7 @@ func (r *Reconciler) disruptionBudgets(ctx context.Context, st *clusterState) er
 				return err
 			}
 			if why != "" {
-				r.notOwned(st, why)
+				r.reportNotOwned(st, why)
 				continue
 			}
 		}

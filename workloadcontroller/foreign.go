@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 	"valkey.io/operator/internal/status"
 )
 
@@ -29,13 +30,11 @@ func (r *Reconciler) foreign(ctx context.Context, node *valkeyv1.ValkeyNode, cur
 	}
 	objs = append(objs, workloadObject(node, want.kind))
 	for _, obj := range objs {
-		err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj)
-		switch {
-		case err != nil && client.IgnoreNotFound(err) == nil:
-			continue
-		case err != nil:
-			return "", fmt.Errorf("get %T %s: %w", obj, obj.GetName(), err)
-		case metav1.IsControlledBy(obj, node):
+		foreign, err := owned.Foreign(ctx, r.APIReader, node, obj)
+		if err != nil {
+			return "", err
+		}
+		if !foreign {
 			continue
 		}
 		return fmt.Sprintf("%s %s exists and is not owned by ValkeyNode %s: it is left as it is and no pod is started; delete or rename it so that the operator can make its own",
