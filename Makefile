@@ -11,13 +11,13 @@ CONTROLLER_GEN_VERSION := v0.23.0
 CONTROLLER_GEN := $(CACHE)/tools/controller-gen-$(CONTROLLER_GEN_VERSION)
 GOLANGCI_LINT_VERSION := v2.15.0
 GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
-# NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
-# SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
-# queue through the iptables NFQUEUE target (test/localcluster/build-kube-network-policies.sh).
 # Helm, for the chart in deploy/helm (lint, template, and its e2e install), from the Go module proxy.
 HELM_VERSION := v3.22.0
 HELM := $(CACHE)/tools/helm-$(HELM_VERSION)
 export HELM
+# NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
+# SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
+# queue through the iptables NFQUEUE target (test/localcluster/build-kube-network-policies.sh).
 KUBE_NETWORK_POLICIES_VERSION := v0.8.0
 KUBE_NETWORK_POLICIES := $(CACHE)/tools/kube-network-policies-$(KUBE_NETWORK_POLICIES_VERSION)-xtqueue
 export KUBE_NETWORK_POLICIES
@@ -182,7 +182,7 @@ fuzz: ## Run the fuzz targets for a bounded time each (FUZZTIME).
 BENCH_FLAGS ?=
 
 .PHONY: bench
-bench: bench-envtest bench-topology bench-local ## Every benchmark: envtest, topology formation, and the local cluster when it is up.
+bench: bench-envtest bench-topology bench-local ## Every benchmark: envtest, topology formation, and the sample on the local cluster (brought up when it is not).
 
 # The lines of a benchmark's output that hold its figures (go test -bench -v).
 BENCH_KEEP := ^Benchmark|_test\.go:[0-9]+: |^(ok|FAIL|PASS)
