@@ -33,7 +33,8 @@ func newUsersOutcome() *usersOutcome {
 // (reset and all of the user in one atomic command: connections stay, a kept password keeps
 // working), and ACL DELUSER for users no longer listed (their connections are closed). The
 // operator's user comes first: a server started before it existed is reached with the
-// default user's password until then.
+// default user's password until then; the replication user second: a replica restarted
+// with it as its masteruser authenticates once its primary has it.
 func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPlan) *usersOutcome {
 	out := newUsersOutcome()
 	for _, m := range st.sortedMembers() {
@@ -57,7 +58,8 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *
 	listed := acl.ParseList(lines)
 	var cmds [][]string
 	var set []acl.User
-	for _, u := range append([]acl.User{operatorOn(p.operator, listed)}, p.users...) {
+	own := []acl.User{keptAuth(p.operator, listed), keptAuth(p.replication, listed)}
+	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
 		if ok && r.aclForms.matches(l, u) {
 			out.verified[u.Name] = true
@@ -68,7 +70,7 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *
 	}
 	var gone []string
 	for name := range listed {
-		if name != valkeyv1.OperatorUser && name != "default" && !p.listed[name] {
+		if name != valkeyv1.OperatorUser && name != acl.ReplicationUser && name != "default" && !p.listed[name] {
 			gone = append(gone, name)
 		}
 	}
@@ -83,11 +85,11 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *
 	return r.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
 }
 
-// operatorOn is the operator's user as planned for a server: a server that has it with
-// other passwords keeps them (pods hold the password they started with for their probes and
-// replication; the operator reaches such a server with the default user's password, or
-// reports PasswordRejected).
-func operatorOn(op acl.User, listed map[string]acl.Listed) acl.User {
+// keptAuth is the operator's or the replication user as planned for a server: a server that
+// has it with other passwords keeps them (pods hold the password they started with for
+// their probes and replication; the operator reaches such a server with the default user's
+// password, or reports PasswordRejected).
+func keptAuth(op acl.User, listed map[string]acl.Listed) acl.User {
 	if l, ok := listed[op.Name]; ok && !l.SameAuth(op) && len(l.Hashes) > 0 {
 		op.Hashes = l.Hashes
 	}

@@ -2,6 +2,7 @@ package topologycontroller_test
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
@@ -119,5 +120,35 @@ var _ = Describe("Same-named objects of someone else", func() {
 		},
 		Entry("the certificate Secret <cluster>-tls (cert-manager's, say)", valkeyv1.TLSSecretName),
 		Entry("the CA Secret <cluster>-ca (a company CA, say)", valkeyv1.CASecretName),
+	)
+
+	DescribeTable("leaves a Secret of a generated name that someone else placed before the cluster alone, until it is annotated for adoption",
+		func(secret func(name string) string, key string) {
+			ns := newNamespace()
+			name := secret("pre")
+			data := map[string][]byte{key: []byte("user theirs reset on #" + strings.Repeat("a", 64) + " ~* +@all")}
+			putSecret(ns, name, data)
+			newCluster(ns, "pre", 1, 0)
+			Eventually(func() *metav1.Condition {
+				return status.Get(getCluster(ns, "pre").Status.Conditions, valkeyv1.ConditionReady)
+			}, 20*time.Second).Should(And(Not(BeNil()),
+				HaveField("Reason", valkeyv1.ReasonPasswordSecretNotOwned),
+				HaveField("Message", ContainSubstring("the Secret "+name+" was not made by the operator")),
+				HaveField("Message", ContainSubstring("annotate it valkey.io/adopt=true"))))
+			Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordSecretNotOwned) }, 10*time.Second).Should(BeNumerically(">=", 1))
+			Consistently(func() int { return len(listNodes(ns)) }, 3*time.Second).Should(BeZero(), "no node starts with someone else's Secret")
+			var cur corev1.Secret
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cur)).To(Succeed())
+			Expect(cur.Data).To(Equal(data), "their Secret is not overwritten")
+			Expect(cur.OwnerReferences).To(BeEmpty())
+
+			By("annotated for adoption, it is used")
+			cur.Annotations = map[string]string{valkeyv1.AnnotationAdopt: "true"}
+			Expect(k8s.Update(ctx, &cur)).To(Succeed())
+			Eventually(func() int { return len(listNodes(ns)) }, 30*time.Second).Should(Equal(1))
+		},
+		Entry("the password Secret <cluster>-auth", valkeyv1.PasswordSecretName, valkeyv1.DefaultPasswordKey),
+		Entry("the operator's Secret <cluster>-operator", valkeyv1.OperatorSecretName, valkeyv1.DefaultPasswordKey),
+		Entry("the ACL Secret <cluster>-acl", valkeyv1.ACLSecretName, valkeyv1.ACLFileKey),
 	)
 })

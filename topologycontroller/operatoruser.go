@@ -22,8 +22,8 @@ func (r *Reconciler) operatorPassword(ctx context.Context, vc *valkeyv1.ValkeyCl
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
 	switch {
 	case err == nil:
-		if pe := notOwnedSecret(vc, &s); pe != nil {
-			return "", pe
+		if err := r.notOwnedSecret(ctx, vc, &s); err != nil {
+			return "", err
 		}
 	case !isNotFound(err):
 		return "", fmt.Errorf("get Secret %s: %w", name, err)

@@ -66,8 +66,8 @@ func (r *Reconciler) generatedSecret(ctx context.Context, vc *valkeyv1.ValkeyClu
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
 	if err == nil {
-		if pe := notOwnedSecret(vc, &s); pe != nil {
-			return nil, nil, pe
+		if err := r.notOwnedSecret(ctx, vc, &s); err != nil {
+			return nil, nil, err
 		}
 		return ref, &s, nil
 	}
@@ -125,20 +125,35 @@ func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ co
 	return s, controllerutil.SetControllerReference(vc, s, r.Scheme())
 }
 
-// notOwnedSecret refuses a Secret <cluster>-auth controlled by something other than vc
-// (by UID): usually the Secret of a deleted cluster of the same name that garbage
-// collection has not removed yet. Its password is not this cluster's, and replacing it
-// would take it from its owner. A Secret without a controller is one a user made or
-// restored, and is used.
-func notOwnedSecret(vc *valkeyv1.ValkeyCluster, s *corev1.Secret) *passwordError {
+// notOwnedSecret refuses a generated Secret (<cluster>-auth, -operator, -acl) that is not
+// this cluster's: one controlled by another object (by UID), usually the Secret of a deleted
+// cluster of the same name that garbage collection has not removed yet, whose password is
+// not this cluster's and which replacing would take from its owner; and one without a
+// controller (someone else made it) while the cluster has no node running with it, unless
+// annotated valkey.io/adopt=true. A Secret without a controller is used once the cluster's
+// nodes exist: that is a Secret restored by its user after it was deleted.
+func (r *Reconciler) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret) error {
 	ref := metav1.GetControllerOf(s)
-	if ref == nil || ref.UID == vc.UID {
+	if ref != nil && ref.UID == vc.UID {
 		return nil
 	}
+	if ref != nil {
+		return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
+			"the Secret %s belongs to %s %s (uid %s), not to this ValkeyCluster (uid %s): it is neither used nor replaced, and no node is started; "+
+				"garbage collection removes it when its owner is gone (or delete it), then a new one is generated; to keep a password of it, name a copy of it in spec.passwordSecret",
+			s.Name, ref.Kind, ref.Name, ref.UID, vc.UID)}
+	}
+	if s.Annotations[valkeyv1.AnnotationAdopt] == "true" {
+		return nil
+	}
+	nodes, err := r.ownedNodes(ctx, vc)
+	if err != nil || nodes > 0 {
+		return err
+	}
 	return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
-		"the password Secret %s belongs to %s %s (uid %s), not to this ValkeyCluster (uid %s): it is neither used nor replaced, and no node is started; "+
-			"garbage collection removes it when its owner is gone (or delete it), then a new password is generated; to keep its password, name a copy of it in spec.passwordSecret",
-		s.Name, ref.Kind, ref.Name, ref.UID, vc.UID)}
+		"the Secret %s was not made by the operator and this ValkeyCluster has no node yet: it is neither used nor replaced, and no node is started; "+
+			"if it is yours to give this cluster (restored from a backup), annotate it %s=true; otherwise delete it or name the cluster otherwise",
+		s.Name, valkeyv1.AnnotationAdopt)}
 }
 
 // ownedNodes counts the ValkeyNodes this cluster object made (nodes of an earlier cluster of

@@ -13,10 +13,12 @@ import (
 )
 
 // userPlan is what a reconcile gives the cluster's servers: the operator's own user, the
-// users of spec.users whose password Secrets are whole, and the default user (last).
+// replication user, the users of spec.users whose password Secrets are whole, and the
+// default user (last).
 type userPlan struct {
-	operator acl.User
-	users    []acl.User
+	operator    acl.User
+	replication acl.User
+	users       []acl.User
 	// listed are the names of spec.users (a listed user is never deleted, even while its
 	// Secret is missing or its rules are refused).
 	listed map[string]bool
@@ -37,7 +39,8 @@ type userProblem struct{ user, reason, msg string }
 // spec.users does not list it (the cluster's password Secret); without spec.users the
 // default user keeps it with every permission, as servers with only requirepass had.
 func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, operatorPassword, defaultPassword string) (*userPlan, error) {
-	p := &userPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword), listed: map[string]bool{}}
+	p := &userPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword),
+		replication: acl.Replication(operatorPassword), listed: map[string]bool{}}
 	if err := r.readACLSecret(ctx, vc, p); err != nil {
 		return nil, err
 	}
@@ -128,8 +131,8 @@ func (r *Reconciler) readACLSecret(ctx context.Context, vc *valkeyv1.ValkeyClust
 	if err != nil {
 		return fmt.Errorf("get Secret %s: %w", valkeyv1.ACLSecretName(vc.Name), err)
 	}
-	if pe := notOwnedSecret(vc, &s); pe != nil {
-		return pe
+	if err := r.notOwnedSecret(ctx, vc, &s); err != nil {
+		return err
 	}
 	p.aclSecret = &s
 	for _, line := range strings.Split(string(s.Data[valkeyv1.ACLFileKey]), "\n") {

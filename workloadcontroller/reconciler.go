@@ -197,6 +197,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 			return res, nil
 		}
 	}
+	policy, err := r.standalonePolicy(ctx, node)
+	if err != nil {
+		return result{workload: observedWorkload(cur)}, err
+	}
 	if cur.workload() == nil {
 		res.ready, res.roll, err = r.create(ctx, node, cur, want, volumeOK)
 	} else {
@@ -206,9 +210,36 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	if err == nil {
 		res.ready, err = r.explain(ctx, node, cur, res.ready)
 	}
+	if policy != "" {
+		res.ready = r.policyNotKept(node, res.ready, policy)
+		res.after = foreignRecheck
+	}
+	if apierrors.IsInvalid(err) {
+		return r.refusedWorkload(node, cur, err), nil
+	}
 	res.workload = observedWorkload(cur)
 	res.workload.DesiredTemplateHash = want.hash
 	return res, err
+}
+
+// refusedWorkload reports a workload the API server refused as invalid (a field of the pod
+// spec no admission rule of ours catches, such as a request above its limit): retrying
+// cannot help until the spec changes, whose event brings the next reconcile.
+func (r *Reconciler) refusedWorkload(node *valkeyv1.ValkeyNode, cur *current, err error) result {
+	res := result{workload: observedWorkload(cur)}
+	msg := "the API server refused the workload: " + truncate(err.Error(), maxFailureMessage) +
+		"; correct that field of the ValkeyNode's spec (a cluster's node takes it from the ValkeyCluster)"
+	if cur.workload() != nil {
+		msg += "; the running workload is left unchanged"
+	}
+	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionWorkloadReady); old == nil ||
+		old.Reason != valkeyv1.ReasonWorkloadRefused || old.Message != msg || old.ObservedGeneration != node.Generation {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventWorkloadRefused, "Apply", "%s", msg)
+	}
+	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWorkloadRefused, msg)
+	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonWorkloadRefused,
+		"no roll while the API server refuses the workload")
+	return res
 }
 
 // create makes the node's ConfigMap and workload once its volume is ready. It returns

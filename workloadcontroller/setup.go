@@ -13,6 +13,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -107,19 +108,20 @@ func (o Options) withDefaults() Options {
 }
 
 // CacheOptions are the filters of the controller's caches: only the StatefulSets,
-// Deployments, Pods and ConfigMaps the operator made; only the StatefulSet controller's
+// Deployments, Pods, ConfigMaps and NetworkPolicies the operator made; only the StatefulSet controller's
 // FailedCreate events. Workloads, pods, ConfigMaps and Kubernetes nodes are cached without
 // what the controller never reads (cachetransform.go): the pod template's spec above all,
 // and valkey.conf, of which a digest is kept.
 func CacheOptions() map[client.Object]cache.ByObject {
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
-		&appsv1.StatefulSet{}: {Label: managed.Label, Transform: slimWorkload},
-		&appsv1.Deployment{}:  {Label: managed.Label, Transform: slimWorkload},
-		&corev1.Pod{}:         {Label: managed.Label, Transform: slimPod},
-		&corev1.ConfigMap{}:   {Label: managed.Label, Transform: slimConfigMap},
-		&corev1.Event{}:       {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
-		&corev1.Node{}:        {Transform: slimNode},
+		&appsv1.StatefulSet{}:         {Label: managed.Label, Transform: slimWorkload},
+		&appsv1.Deployment{}:          {Label: managed.Label, Transform: slimWorkload},
+		&corev1.Pod{}:                 {Label: managed.Label, Transform: slimPod},
+		&corev1.ConfigMap{}:           {Label: managed.Label, Transform: slimConfigMap},
+		&networkingv1.NetworkPolicy{}: {Label: managed.Label},
+		&corev1.Event{}:               {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
+		&corev1.Node{}:                {Transform: slimNode},
 	}
 }
 
@@ -129,6 +131,7 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
@@ -165,6 +168,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&appsv1.StatefulSet{}).
 		Owns(&appsv1.Deployment{}).
 		Owns(&corev1.ConfigMap{}).
+		Owns(&networkingv1.NetworkPolicy{}).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(podToNode)).
 		Watches(&corev1.Event{}, handler.EnqueueRequestsFromMapFunc(eventToNode))
 	if !opts.IgnoreNodes {

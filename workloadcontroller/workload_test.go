@@ -170,6 +170,24 @@ var _ = Describe("User config", func() {
 		Expect(configMap(ctx, n)()).To(ContainSubstring("\nmaxmemory \"1gb\"\n"))
 	})
 
+	It("reports a workload the API server refuses (a request above its limit) as WorkloadRefused naming the field, and creates it once corrected", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+			}
+		})
+		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/WorkloadRefused"))
+		Expect(message(ctx, n, valkeyv1.ConditionWorkloadReady)).To(ContainSubstring("resources.requests"))
+		Eventually(eventReasons(ctx, n)).Should(ContainElement(HavePrefix("Warning/WorkloadRefused")))
+		Expect(statefulSet(ctx, n)()).To(BeNil())
+
+		By("once the request fits its limit the StatefulSet is made")
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi") })
+		waitStatefulSet(ctx, n)
+	})
+
 	It("refuses a newline injection on a running node and leaves its workload and pod unchanged", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, nil)

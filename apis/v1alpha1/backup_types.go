@@ -109,6 +109,7 @@ type ValkeyBackupStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkb,categories=valkey
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 63",message="a ValkeyBackup's name may have at most 63 characters: it is the label valkey.io/backup of its snapshots"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Shards",type=integer,JSONPath=`.status.shardCount`
@@ -189,6 +190,7 @@ type ValkeyBackupScheduleStatus struct {
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName=vkbs,categories=valkey
+// +kubebuilder:validation:XValidation:rule="self.metadata.name.size() <= 54",message="a ValkeyBackupSchedule's name may have at most 54 characters: its backups are named <schedule>-<unix minute> (9 more), and a backup's name is a label value (63)"
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Retention",type=integer,JSONPath=`.spec.retention`

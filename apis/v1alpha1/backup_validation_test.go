@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
@@ -65,6 +66,16 @@ var _ = Describe("Backup and restore admission", func() {
 		}), "spec.clusterName")
 	})
 
+	It("refuses a backup name longer than a label value", func() {
+		b := &v1.ValkeyBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("b", 64), Namespace: ns},
+			Spec:       v1.ValkeyBackupSpec{ClusterName: "a"},
+		}
+		expectRejected(k8s.Create(ctx, b), "name may have at most 63 characters")
+		b.Name = strings.Repeat("b", 63)
+		Expect(k8s.Create(ctx, b)).To(Succeed())
+	})
+
 	It("refuses a schedule without five cron fields, a retention under 1, and a changed cluster", func() {
 		schedule := func(cron string, retention int32) *v1.ValkeyBackupSchedule {
 			return &v1.ValkeyBackupSchedule{
@@ -76,6 +87,13 @@ var _ = Describe("Backup and restore admission", func() {
 		expectRejected(k8s.Create(ctx, schedule("0 3 * * * *", 2)), "schedule must have five fields")
 		expectRejected(k8s.Create(ctx, schedule("0 3 * * ?", 2)), "schedule may hold only")
 		expectRejected(k8s.Create(ctx, schedule("* * * * *", 0)), "spec.retention")
+		long := schedule("* * * * *", 2)
+		long.Name = strings.Repeat("s", v1.MaxScheduleNameLength+1)
+		expectRejected(k8s.Create(ctx, long), "name may have at most 54 characters")
+		long.Name = strings.Repeat("s", v1.MaxScheduleNameLength)
+		Expect(k8s.Create(ctx, long)).To(Succeed())
+		Expect(len(v1.ScheduledBackupName(long.Name, time.Now()))).To(BeNumerically("<=", v1.MaxLabelValueLength),
+			"the backups of the longest schedule name fit a label value")
 		s := schedule("*/5 * * * MON-FRI", 2)
 		Expect(k8s.Create(ctx, s)).To(Succeed())
 		s.Spec.ClusterName = "b"

@@ -90,6 +90,10 @@ const (
 	// Unknown; the message names it, says since when, and, when the node's claim is a local
 	// volume of that node, what to do if it never returns.
 	ReasonNodeNotReady = "NodeNotReady"
+	// ReasonWorkloadRefused (WorkloadReady=False): the API server refused the node's
+	// StatefulSet or Deployment as invalid (for example a resource request above its limit);
+	// the message has its error, naming the field. A running workload is left unchanged.
+	ReasonWorkloadRefused = "WorkloadRefused"
 )
 
 // Topology controller conditions (writer: topology controller).
@@ -198,9 +202,10 @@ const (
 	ReasonPasswordSecretMissing = "PasswordSecretMissing"
 	// ReasonPasswordKeyMissing (Ready=False): the password Secret has no value under its key.
 	ReasonPasswordKeyMissing = "PasswordKeyMissing"
-	// ReasonPasswordSecretNotOwned (Ready=False): the Secret <cluster>-auth exists but is
-	// controlled by another object (an earlier ValkeyCluster of the same name that garbage
-	// collection has not removed yet); it is neither used nor replaced.
+	// ReasonPasswordSecretNotOwned (Ready=False): a Secret <cluster>-auth, -operator or -acl
+	// exists but is controlled by another object (an earlier ValkeyCluster of the same name
+	// that garbage collection has not removed yet), or has no controller while the cluster
+	// has no node and is not annotated valkey.io/adopt=true; it is neither used nor replaced.
 	ReasonPasswordSecretNotOwned = "PasswordSecretNotOwned"
 	// ReasonPasswordRejected (Ready=False): servers refuse the password in the Secret (its
 	// value was changed after they started); nothing is done in Valkey until they accept it.

@@ -80,6 +80,9 @@ const (
 	EventRollApplied = "RollApplied"
 	// EventRollCompleted (Normal): a Ready pod runs the applied template.
 	EventRollCompleted = "RollCompleted"
+	// EventWorkloadRefused (Warning): the API server refused the node's workload as invalid;
+	// the note has its error.
+	EventWorkloadRefused = "WorkloadRefused"
 	// EventInvalidConfig (Warning): spec.config was refused; the running workload is left
 	// unchanged.
 	EventInvalidConfig = "InvalidConfig"

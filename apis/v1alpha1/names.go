@@ -38,6 +38,11 @@ const (
 	// pvc-protection finalizer without waiting for Drained=True. For emergencies: slots the
 	// node still owns become unavailable. Its use is recorded as a Warning event.
 	AnnotationSkipDrain = "valkey.io/skip-drain"
+	// AnnotationAdopt "true" on a Secret <cluster>-auth, <cluster>-operator or <cluster>-acl
+	// that has no controller lets a cluster without nodes use it (a Secret restored from a
+	// backup before the cluster is applied again). Without it such a Secret is used only
+	// by a cluster whose nodes already run with it.
+	AnnotationAdopt = "valkey.io/adopt"
 )
 
 // DefaultPasswordKey is the Secret key holding the password when none is named.
@@ -214,6 +219,11 @@ const (
 func SnapshotName(backup string, shard int32) string {
 	return backup + "-" + strconv.Itoa(int(shard))
 }
+
+// MaxScheduleNameLength is the longest ValkeyBackupSchedule name: its backups are named
+// "<schedule>-<unix minute>" (8 digits until the year 2160) and each backup's name is the
+// value of the label LabelBackup on its snapshots (63).
+const MaxScheduleNameLength = MaxLabelValueLength - len("-") - 8
 
 // ScheduledBackupName is the backup a schedule creates for a scheduled time:
 // "<schedule>-<unix minute>", so that a retried creation finds the same object.

@@ -43,6 +43,12 @@ type SchedulingSpec struct {
 	// Tolerations of the pods.
 	// +optional
 	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=64
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator in ['Exists', 'Equal']",message="tolerations[].operator must be Exists or Equal"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.effect) || self.effect in ['', 'NoSchedule', 'PreferNoSchedule', 'NoExecute']",message="tolerations[].effect must be NoSchedule, PreferNoSchedule or NoExecute (or empty for all)"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.operator) || self.operator != 'Exists' || !has(self.value) || self.value == ''",message="tolerations[].value must be empty when the operator is Exists"
+	// +kubebuilder:validation:items:XValidation:rule="has(self.key) && self.key != '' || has(self.operator) && self.operator == 'Exists'",message="tolerations[].key may be empty only with the operator Exists"
+	// +kubebuilder:validation:items:XValidation:rule="!has(self.tolerationSeconds) || has(self.effect) && self.effect == 'NoExecute'",message="tolerations[].tolerationSeconds is allowed only with the effect NoExecute"
 	Tolerations []corev1.Toleration `json:"tolerations,omitempty"`
 
 	// PriorityClassName of the pods.
@@ -81,15 +87,15 @@ const (
 // NetworkSpec is who may reach the cluster's servers.
 type NetworkSpec struct {
 	// Policy: Enabled (default) makes the topology controller write the NetworkPolicy
-	// valkey-<cluster>: the cluster bus port (16379) only from the cluster's own pods and
-	// the operator's namespace, the client port (6379) from those and from clientFrom.
+	// valkey-<cluster>: the cluster bus port (16379) only from the cluster's own pods, the
+	// client port (6379) from those, the topology controller's pods and clientFrom.
 	// Disabled writes none (and deletes the one written before), for your own policies.
 	// +optional
 	// +kubebuilder:default=Enabled
 	Policy NetworkPolicyMode `json:"policy,omitempty"`
 
 	// ClientFrom are the peers allowed to reach the client port besides the cluster's own
-	// pods and the operator's namespace. Empty (the default): any peer.
+	// pods and the topology controller's. Empty (the default): any peer.
 	// +optional
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50

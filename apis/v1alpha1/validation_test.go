@@ -225,9 +225,35 @@ var _ = Describe("ValkeyCluster admission", func() {
 		expectRejected(k8s.Create(ctx, c), "one rule per item, of printable ASCII without spaces or quotes")
 		c.Spec.Users = []v1.UserSpec{{Name: v1.OperatorUser, PasswordSecrets: pw}}
 		expectRejected(k8s.Create(ctx, c), "valkey-operator is reserved")
+		c.Spec.Users = []v1.UserSpec{{Name: "valkey-replication", PasswordSecrets: pw}}
+		expectRejected(k8s.Create(ctx, c), "valkey-replication is reserved")
 		c.Spec.Users = []v1.UserSpec{{Name: "app"}}
 		expectRejected(k8s.Create(ctx, c), "passwordSecrets")
 		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", "+@read", "+@write"}}, {Name: "default", PasswordSecrets: pw}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+	})
+
+	It("refuses tolerations the pod API would refuse, naming the field", func() {
+		c := persistentCluster(ns)
+		for _, t := range []struct {
+			tol corev1.Toleration
+			msg string
+		}{
+			{corev1.Toleration{Key: "k", Operator: "Is", Value: "v"}, "tolerations[].operator must be Exists or Equal"},
+			{corev1.Toleration{Key: "k", Operator: corev1.TolerationOpEqual, Effect: "NoRun"}, "tolerations[].effect must be"},
+			{corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Value: "v"}, "tolerations[].value must be empty"},
+			{corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, "tolerations[].key may be empty only"},
+			{corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr.To[int64](5)}, "tolerationSeconds is allowed only"},
+		} {
+			c.Spec.Scheduling = &v1.SchedulingSpec{Tolerations: []corev1.Toleration{t.tol}}
+			expectRejected(k8s.Create(ctx, c), "spec.scheduling.tolerations[0]")
+			expectRejected(k8s.Create(ctx, c), t.msg)
+		}
+		c.Spec.Scheduling.Tolerations = []corev1.Toleration{
+			{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "valkey", Effect: corev1.TaintEffectNoSchedule},
+			{Operator: corev1.TolerationOpExists},
+			{Key: "node.kubernetes.io/unreachable", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](30)},
+		}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 

@@ -10,6 +10,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || !has(self.clusterName) || self.clusterName == ''",message="network is for a node outside any cluster: a cluster's nodes are covered by the ValkeyCluster's spec.network"
 type ValkeyNodeSpec struct {
 	// ClusterName is the ValkeyCluster this node belongs to; empty for a node outside any
 	// cluster (it then runs alone and rolls without approval).
@@ -31,6 +32,13 @@ type ValkeyNodeSpec struct {
 
 	// ServerSpec is how the node's server runs (copied from its ValkeyCluster).
 	ServerSpec `json:",inline"`
+
+	// Network is who may reach a node outside any cluster: the NetworkPolicy valkey-<node>
+	// the workload controller writes admits its client port (and tls.plaintextPort) from
+	// clientFrom, or from anyone when clientFrom is empty, and no other port. Set only
+	// without clusterName; absent means policy Enabled with no clientFrom.
+	// +optional
+	Network *NetworkSpec `json:"network,omitempty"`
 
 	// Restore is set on the one node per shard of a restored cluster that starts from the
 	// backup's snapshot of that shard.

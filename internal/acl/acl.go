@@ -5,6 +5,7 @@
 package acl
 
 import (
+	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
 	"slices"
@@ -12,19 +13,29 @@ import (
 )
 
 // OperatorRules are the permissions of the operator's own user: the commands the topology
-// controller, valkey-start and the probes send, the replication commands (it is the
-// replicas' masteruser), RESTORE-ASKING and SELECT for MIGRATE on the target, and every key
-// (MIGRATE moves any key). Write commands and MULTI/EXEC: Valkey 9's atomic slot migration
-// replays the moved keys on the target as the user the target authenticated with (its
-// masteruser). ACL itself is granted: the operator applies the users. No read command and
-// no channel is granted. BGSAVE and BGREWRITEAOF: a backup saves one node per shard.
+// controller, valkey-start and the probes send, RESTORE-ASKING and SELECT for MIGRATE on
+// the target, and every key (MIGRATE moves any key; it is the one command of this user that
+// reads data, and only to move it). ACL itself is granted: the operator applies the users.
+// BGSAVE and BGREWRITEAOF: a backup saves one node per shard. No read command, no
+// replication command (the replicas authenticate as ReplicationUser) and no channel is
+// granted.
 var OperatorRules = []string{
 	"~*", "resetchannels", "-@all",
 	"+ping", "+info", "+cluster", "+asking", "+readonly", "+select",
 	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+flushall", "+wait",
 	"+config|get", "+config|set", "+client|pause", "+client|unpause", "+client|setname",
-	"+acl", "+psync", "+replconf", "+sync", "+auth", "+hello", "+@write", "+multi", "+exec",
-	"+bgsave", "+bgrewriteaof",
+	"+acl", "+auth", "+hello", "+bgsave", "+bgrewriteaof",
+}
+
+// ReplicationRules are the permissions of the replication user, the replicas' masteruser:
+// the replication handshake (PING, REPLCONF, PSYNC, SYNC), and for Valkey 9's atomic slot
+// migration, which a target starts as its masteruser (CLUSTER SYNCSLOTS) and whose moved
+// keys are replayed as that user, every key with the write commands (but FLUSHALL and
+// FLUSHDB) and MULTI/EXEC.
+var ReplicationRules = []string{
+	"~*", "resetchannels", "-@all",
+	"+ping", "+auth", "+hello", "+select", "+psync", "+replconf", "+sync",
+	"+cluster|syncslots", "+@write", "-flushall", "-flushdb", "+multi", "+exec",
 }
 
 // DefaultRules are the default user's permissions when it is kept without spec.users: all,
@@ -48,6 +59,27 @@ func Hash(password string) string {
 // Operator is the operator's own user with password.
 func Operator(name, password string) User {
 	return User{Name: name, On: true, Hashes: []string{Hash(password)}, Rules: OperatorRules}
+}
+
+// ReplicationUser is the user replicas (and Valkey 9's slot migration targets) authenticate
+// to their primary as (masteruser). Its password, derived from the operator's, is the only
+// one a server's config shows (CONFIG GET masterauth); spec.users may not name it.
+const ReplicationUser = "valkey-replication"
+
+// Replication is the replication user with its password, derived from the operator's
+// (ReplicationPassword).
+func Replication(operatorPassword string) User {
+	return User{Name: ReplicationUser, On: true, Hashes: []string{Hash(ReplicationPassword(operatorPassword))}, Rules: ReplicationRules}
+}
+
+// ReplicationPassword is the replication user's password: an HMAC-SHA-256 of the user's
+// name keyed by the operator's password, so that it changes with it and needs no Secret of
+// its own. It is the masterauth of each server, which CONFIG GET shows: what it reveals
+// cannot be turned back into the operator's password.
+func ReplicationPassword(operatorPassword string) string {
+	m := hmac.New(sha256.New, []byte(operatorPassword))
+	m.Write([]byte(ReplicationUser))
+	return hex.EncodeToString(m.Sum(nil))
 }
 
 // modifiers are the user's ACL modifiers after its name: reset (so that nothing set

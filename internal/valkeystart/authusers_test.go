@@ -146,3 +146,53 @@ func TestAuthFileLeavesOutLinesTheServerCannotRead(t *testing.T) {
 		t.Fatal("a NOPASS user lets anyone in")
 	}
 }
+
+// TestConfigShowsNoPasswordOfTheOperator: a user granted CONFIG GET (as exporters often are)
+// reads masterauth, and what it reads is the replication user's password, not the
+// operator's: it does not log the reader in as the operator. The operator's user cannot
+// receive the dataset (SYNC, PSYNC) and the replication user can run nothing else of the
+// operator's (ACL, CONFIG, FLUSHALL).
+func TestConfigShowsNoPasswordOfTheOperator(t *testing.T) {
+	const opPassword = "op-secret"
+	dir := t.TempDir()
+	aclFile := filepath.Join(dir, "users.acl")
+	mon := acl.User{Name: "monitor", On: true, Hashes: []string{acl.Hash("mon-pw")}, Rules: []string{"+config|get", "+info"}}
+	if err := os.WriteFile(aclFile, []byte(mon.Line()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	addr := startWithAuth(t, dir, &Wrapper{User: "valkey-operator", Password: opPassword, ACLFile: aclFile})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the operator's user is in", func() bool {
+		out, err := strAs(ctx, addr, "valkey-operator", opPassword, "PING")
+		return err == nil && out == "PONG"
+	})
+	s, err := dial(addr, "monitor", "mon-pw", time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	shown, err := s.cl.Do(ctx, s.cl.B().Arbitrary("CONFIG", "GET", "masterauth").Build()).AsStrSlice()
+	if err != nil || len(shown) != 2 || shown[1] == "" {
+		t.Fatalf("monitor CONFIG GET masterauth: %q, %v", shown, err)
+	}
+	if shown[1] == opPassword {
+		t.Fatal("CONFIG GET masterauth shows the operator's password")
+	}
+	if _, err := strAs(ctx, addr, "valkey-operator", shown[1], "PING"); err == nil {
+		t.Fatal("masterauth logs in as the operator's user")
+	}
+	user, err := s.cl.Do(ctx, s.cl.B().Arbitrary("CONFIG", "GET", "masteruser").Build()).AsStrSlice()
+	if err != nil || len(user) != 2 || user[1] != acl.ReplicationUser {
+		t.Fatalf("masteruser: %q, %v; want %s", user, err, acl.ReplicationUser)
+	}
+	for _, c := range [][]string{{"SYNC"}, {"PSYNC", "?", "-1"}} {
+		if _, err := strAs(ctx, addr, "valkey-operator", opPassword, c...); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("the operator's user %v: %v, want NOPERM (it receives no dataset)", c, err)
+		}
+	}
+	for _, c := range [][]string{{"ACL", "LIST"}, {"CONFIG", "GET", "masterauth"}, {"FLUSHALL"}, {"GET", "k"}} {
+		if _, err := strAs(ctx, addr, acl.ReplicationUser, shown[1], c...); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Fatalf("the replication user %v: %v, want NOPERM", c, err)
+		}
+	}
+}
