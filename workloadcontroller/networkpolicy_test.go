@@ -45,7 +45,9 @@ var _ = Describe("NetworkPolicy of a node outside any cluster", func() {
 
 		By("with clientFrom, only those peers")
 		apps := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
-		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Network = &valkeyv1.NetworkSpec{ClientFrom: []networkingv1.NetworkPolicyPeer{apps}} })
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Network = &valkeyv1.NetworkSpec{ClientFrom: []networkingv1.NetworkPolicyPeer{apps}}
+		})
 		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return nodePolicy(ctx, n)().Spec.Ingress }).Should(Equal(
 			[]networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{clientPort}, From: []networkingv1.NetworkPolicyPeer{apps}}}))
 

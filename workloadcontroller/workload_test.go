@@ -184,7 +184,9 @@ var _ = Describe("User config", func() {
 		Expect(statefulSet(ctx, n)()).To(BeNil())
 
 		By("once the request fits its limit the StatefulSet is made")
-		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi") })
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
+		})
 		waitStatefulSet(ctx, n)
 	})
 

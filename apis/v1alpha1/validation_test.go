@@ -306,6 +306,17 @@ var _ = Describe("ValkeyNode admission", func() {
 		Expect(n.Spec.Persistence.AOFEnabled()).To(BeFalse())
 	})
 
+	It("accepts spec.network on a node outside any cluster only", func() {
+		n := node("alone-" + rand.String(5))
+		n.Spec.ClusterName = ""
+		n.Spec.Network = &v1.NetworkSpec{Policy: v1.NetworkPolicyDisabled}
+		Expect(k8s.Create(ctx, n)).To(Succeed())
+		m := node("n-" + rand.String(5))
+		m.Spec.ClusterName = "c"
+		m.Spec.Network = &v1.NetworkSpec{}
+		expectRejected(k8s.Create(ctx, m), "network is for a node outside any cluster")
+	})
+
 	It("accepts correcting the storage class of a node", func() {
 		n := node("n-" + rand.String(5))
 		Expect(k8s.Create(ctx, n)).To(Succeed())

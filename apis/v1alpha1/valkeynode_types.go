@@ -10,7 +10,7 @@ import (
 //
 // +kubebuilder:validation:XValidation:rule="!has(self.persistence) || !has(self.workloadType) || self.workloadType == 'StatefulSet'",message="persistence requires workloadType StatefulSet"
 // +kubebuilder:validation:XValidation:rule="!has(oldSelf.persistence) || has(self.persistence)",message="persistence cannot be removed once set"
-// +kubebuilder:validation:XValidation:rule="!has(self.network) || !has(self.clusterName) || self.clusterName == ''",message="network is for a node outside any cluster: a cluster's nodes are covered by the ValkeyCluster's spec.network"
+// +kubebuilder:validation:XValidation:rule="!has(self.network) || !has(self.clusterName) || size(self.clusterName) == 0",message="network is for a node outside any cluster: a cluster's nodes are covered by the ValkeyCluster's spec.network"
 type ValkeyNodeSpec struct {
 	// ClusterName is the ValkeyCluster this node belongs to; empty for a node outside any
 	// cluster (it then runs alone and rolls without approval).

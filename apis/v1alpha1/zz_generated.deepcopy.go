@@ -751,6 +751,11 @@ func (in *ValkeyNodeList) DeepCopyObject() runtime.Object {
 func (in *ValkeyNodeSpec) DeepCopyInto(out *ValkeyNodeSpec) {
 	*out = *in
 	in.ServerSpec.DeepCopyInto(&out.ServerSpec)
+	if in.Network != nil {
+		in, out := &in.Network, &out.Network
+		*out = new(NetworkSpec)
+		(*in).DeepCopyInto(*out)
+	}
 	if in.Restore != nil {
 		in, out := &in.Restore, &out.Restore
 		*out = new(NodeRestore)

@@ -5,6 +5,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -53,7 +54,11 @@ var _ = Describe("Edges", Label("edges"), func() {
 		}
 		Expect(k8s.Create(ctx, policy)).To(Succeed())
 		Expect(k8s.Create(ctx, budget)).To(Succeed())
-		c := newCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		passwordSecret(ns, "monitor-pw", "monitor-password")
+		c := buildCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		c.Spec.Users = []v1.UserSpec{{Name: "monitor", Rules: []string{"+info", "+config|get"},
+			PasswordSecrets: []v1.SecretKeyRef{{Name: "monitor-pw", Key: v1.DefaultPasswordKey}}}}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
 		waitReady(c, 5*time.Minute)
 		Eventually(func() string {
 			cond := status.Get(getCluster(c).Status.Conditions, v1.ConditionProgressing)
@@ -67,6 +72,26 @@ var _ = Describe("Edges", Label("edges"), func() {
 		for _, n := range clusterNodes(c) {
 			replacePod(n, 3*time.Minute)
 			waitReady(c, 5*time.Minute)
+		}
+
+		By("each replica follows its primary again, authenticated as the replication user; what CONFIG GET shows is not the operator's password")
+		var op corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.OperatorSecretName("web")}, &op)).To(Succeed())
+		for _, n := range clusterNodes(c) {
+			mon, err := dialNodeAs(n.Status.Workload.PodIP, "monitor", "monitor-password")
+			Expect(err).NotTo(HaveOccurred())
+			shown, err := mon.Do(ctx, mon.B().ConfigGet().Parameter("masterauth").Build()).AsStrMap()
+			Expect(err).NotTo(HaveOccurred())
+			Expect(shown["masterauth"]).NotTo(BeEmpty())
+			Expect(shown["masterauth"]).NotTo(Equal(string(op.Data[v1.DefaultPasswordKey])))
+			info, err := mon.Do(ctx, mon.B().Info().Section("replication").Build()).ToString()
+			Expect(err).NotTo(HaveOccurred())
+			if n.Status.Topology != nil && n.Status.Topology.Role == v1.RoleReplica {
+				Expect(info).To(ContainSubstring("master_link_status:up"), n.Name)
+			}
+			mon.Close()
+			_, err = dialNodeAs(n.Status.Workload.PodIP, v1.OperatorUser, shown["masterauth"])
+			Expect(isAuthErr(err)).To(BeTrue(), "masterauth logs in as the operator on %s: %v", n.Name, err)
 		}
 
 		By("their objects are as they made them")
