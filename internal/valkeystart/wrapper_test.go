@@ -264,3 +264,67 @@ func eventually(t *testing.T, timeout time.Duration, what string, cond func() bo
 		<-tick.C
 	}
 }
+
+// TestFenceNeverPromotesAReplicaThatNeverSynced: a replica that lost its data (a new claim)
+// is full-syncing when its primary is killed. The sync is aborted and the replica holds
+// nothing; it must not take over, or the restarted primary would rejoin as its replica and
+// sync the empty dataset. Redis 7.0 reports slave_repl_offset:1 for such a replica (no
+// primary, no cached primary); the primary starts on its own data, and nothing is lost.
+func TestFenceNeverPromotesAReplicaThatNeverSynced(t *testing.T) {
+	sh := startShard(t, 0)
+	acked := writeAcked(t, sh.p.Addr(), "saved", 300)
+	do(t, sh.p.Addr(), "SAVE")
+	do(t, sh.p.Addr(), "CONFIG", "SET", "rdb-key-save-delay", "100000") // 0.1 s per key: the sync takes 30 s
+	do(t, sh.p.Addr(), "CONFIG", "SET", "repl-diskless-sync-delay", "0")
+
+	if err := sh.r.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"dump.rdb", "appendonlydir"} {
+		if err := os.RemoveAll(filepath.Join(sh.r.Dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := sh.r.Options
+	opts.Config = append(append([]string{}, opts.Config...), "repl-timeout 3") // an aborted transfer is seen within 3 s
+	r, err := valkeyserver.Start(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Kill() })
+	ctx := context.Background()
+	eventually(t, 15*time.Second, "the emptied replica is full-syncing", func() bool {
+		out, err := str(ctx, r.Addr(), "INFO", "replication")
+		return err == nil && strings.Contains(out, "master_sync_in_progress:1")
+	})
+	if err := sh.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	var info string
+	defer func() { t.Logf("the replica's replication:\n%s", info) }()
+	eventually(t, 15*time.Second, "the replica's sync is aborted", func() bool {
+		info, err = str(ctx, r.Addr(), "INFO", "replication")
+		return err == nil && strings.Contains(info, "master_sync_in_progress:0")
+	})
+	t.Logf("the replica after its aborted sync:\n%s", info)
+
+	_, logs, _, _ := runWrapper(t, sh.p)
+	eventually(t, 20*time.Second, "the crashed primary answers", func() bool {
+		_, err := str(ctx, sh.p.Addr(), "PING")
+		return err == nil
+	})
+	if role := roleOf(t, sh.p.Addr()); role != "master" {
+		t.Fatalf("the crashed primary restarted as %s, want master on its own data; wrapper log:\n%s", role, logs)
+	}
+	if role := roleOf(t, r.Addr()); role != "slave" {
+		t.Fatalf("the replica that never synced is %s; wrapper log:\n%s", role, logs)
+	}
+	eventually(t, 20*time.Second, "the primary serves its slots", func() bool {
+		out, err := str(ctx, sh.p.Addr(), "CLUSTER", "INFO")
+		return err == nil && strings.Contains(out, "cluster_state:ok")
+	})
+	if lost := missing(t, sh.p.Addr(), acked); len(lost) > 0 {
+		t.Fatalf("%d of %d acknowledged keys lost (keyspace: %s); wrapper log:\n%s", len(lost), len(acked), do(t, sh.p.Addr(), "INFO", "keyspace"), logs)
+	}
+	t.Logf("%d acknowledged keys, 0 lost; wrapper log:\n%s", len(acked), logs)
+}
