@@ -145,10 +145,18 @@ var _ = Describe("Same-named objects of someone else", func() {
 			By("annotated for adoption, it is used")
 			cur.Annotations = map[string]string{valkeyv1.AnnotationAdopt: "true"}
 			Expect(k8s.Update(ctx, &cur)).To(Succeed())
+			if key == valkeyv1.ACLFileKey {
+				// A restored ACL Secret says the servers ran with users: the operator's
+				// Secret must be restored with it, and is not generated anew.
+				Eventually(func() string {
+					return status.Get(getCluster(ns, "pre").Status.Conditions, valkeyv1.ConditionReady).Message
+				}, 20*time.Second).Should(ContainSubstring("the operator's Secret " + valkeyv1.OperatorSecretName("pre")))
+				return
+			}
 			Eventually(func() int { return len(listNodes(ns)) }, 30*time.Second).Should(Equal(1))
 		},
 		Entry("the password Secret <cluster>-auth", valkeyv1.PasswordSecretName, valkeyv1.DefaultPasswordKey),
 		Entry("the operator's Secret <cluster>-operator", valkeyv1.OperatorSecretName, valkeyv1.DefaultPasswordKey),
-		Entry("the ACL Secret <cluster>-acl", valkeyv1.ACLSecretName, valkeyv1.ACLFileKey),
+		Entry("the ACL Secret <cluster>-acl, which asks for the operator's Secret restored with it", valkeyv1.ACLSecretName, valkeyv1.ACLFileKey),
 	)
 })

@@ -53,7 +53,8 @@ func (r *Reconciler) operatorPassword(ctx context.Context, vc *valkeyv1.ValkeyCl
 }
 
 // serversStartedWithUsers: the cluster's ACL Secret exists, so its servers may have started
-// with the operator's user.
+// with the operator's user. An ACL Secret that is not this cluster's (notOwnedSecret) is
+// reported as such.
 func (r *Reconciler) serversStartedWithUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster) (bool, error) {
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.ACLSecretName(vc.Name)}, &s)
@@ -62,6 +63,9 @@ func (r *Reconciler) serversStartedWithUsers(ctx context.Context, vc *valkeyv1.V
 	}
 	if err != nil {
 		return false, fmt.Errorf("get Secret %s: %w", valkeyv1.ACLSecretName(vc.Name), err)
+	}
+	if err := r.notOwnedSecret(ctx, vc, &s); err != nil {
+		return false, err
 	}
 	return true, nil
 }

@@ -181,6 +181,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"meet", r.meet},
 		{"resume migrations", r.resumeMigrations},
 		{"hold for restore", r.holdForRestore},
+		{"take over", r.takeOver},
 		{"replicate", r.replicate},
 		{"forget", r.forget},
 		{"drain", r.drain},

@@ -58,6 +58,10 @@ const (
 
 // Event reasons of the topology controller about failovers and roll approvals.
 const (
+	// EventFailoverTakeover (Warning): a replica took over the slots of a primary lost for good
+	// with CLUSTER FAILOVER TAKEOVER, in a cluster with no majority of primaries left to
+	// elect it; the note says why that was safe.
+	EventFailoverTakeover = "FailoverTakeover"
 	// EventFailoverStalled (Warning): a failover did not complete; it is tried again after a
 	// backoff (condition reason FailoverBackoff).
 	EventFailoverStalled = "FailoverStalled"

@@ -7,8 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"valkey.io/operator/internal/clusternodes"
 )
@@ -124,7 +122,7 @@ func (w *Wrapper) bestReplica(ctx context.Context, view []clusternodes.Node, pri
 }
 
 // syncedReplica connects to a replica and returns its replication offset; an error when it
-// is not a replica that completed a sync (inSync).
+// is not a replica that completed a sync (clusternodes.InSyncReplica).
 func (w *Wrapper) syncedReplica(ctx context.Context, addr string) (*server, int64, error) {
 	s, err := dial(addr, w.User, w.Password, w.DialTimeout, w.TLS)
 	if err != nil {
@@ -135,33 +133,12 @@ func (w *Wrapper) syncedReplica(ctx context.Context, addr string) (*server, int6
 		s.close()
 		return nil, 0, err
 	}
-	offset, err := inSync(info)
+	offset, err := clusternodes.InSyncReplica(info)
 	if err != nil {
 		s.close()
 		return nil, 0, err
 	}
 	return s, offset, nil
-}
-
-// inSync returns the replication offset of a replica (INFO replication) that completed a
-// sync with its primary: no sync in progress, an offset past 1 (a server with neither a
-// primary nor a cached primary reports 1, one whose sync never finished 0), and a link to
-// its primary that was up (master_link_down_since_seconds is -1 until a link has been up
-// and lost, as after a full sync aborted when its primary died; it is absent while the link
-// is up). A replica that restarted and never reached its primary since fails too: then the
-// crashed primary starts on its own data rather than on data of unknown age.
-func inSync(info map[string]string) (int64, error) {
-	offset, _ := strconv.ParseInt(info["slave_repl_offset"], 10, 64)
-	down, hasDown := info["master_link_down_since_seconds"]
-	switch {
-	case info["role"] != "slave" || info["master_sync_in_progress"] != "0":
-		return 0, fmt.Errorf("not an in-sync replica (role %s, sync in progress %s)", info["role"], info["master_sync_in_progress"])
-	case offset <= 1:
-		return 0, fmt.Errorf("not an in-sync replica: replication offset %d, it holds nothing of its primary", offset)
-	case hasDown && strings.HasPrefix(down, "-"):
-		return 0, fmt.Errorf("not an in-sync replica: its link to its primary was never up since it started (offset %d)", offset)
-	}
-	return offset, nil
 }
 
 // promote makes the replica take over its primary's slots: CLUSTER FAILOVER FORCE (the

@@ -1,10 +1,8 @@
-package valkeystart
+package clusternodes
 
 import (
 	"strings"
 	"testing"
-
-	"valkey.io/operator/internal/clusternodes"
 )
 
 // TestInSyncRefusesAReplicaThatNeverSynced: only a replica that completed a sync with its
@@ -28,7 +26,7 @@ func TestInSyncRefusesAReplicaThatNeverSynced(t *testing.T) {
 		{"synced and linked", "role:slave\nmaster_link_status:up\nmaster_sync_in_progress:0\nslave_repl_offset:14\n", 14},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			offset, err := inSync(clusternodes.ParseInfo(strings.ReplaceAll(tc.info, "\n", "\r\n")))
+			offset, err := InSyncReplica(ParseInfo(strings.ReplaceAll(tc.info, "\n", "\r\n")))
 			if tc.offset == 0 && err == nil {
 				t.Fatalf("accepted with offset %d", offset)
 			}
