@@ -48,6 +48,10 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 	if v := st.view[id]; v != nil && v.Primary() && v.SlotCount() > 0 {
 		return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots and is unreachable: they cannot move until it is back (annotation %s skips the drain; its slots become unavailable)", v.SlotCount(), valkeyv1.AnnotationSkipDrain)
 	}
+	if v := st.view[id]; v != nil && !v.Primary() && v.PrimaryID != "" && st.byID[v.PrimaryID] == nil {
+		return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("is unreachable and its primary %s is down too: its claim may hold the only copy of the shard's keys, "+
+			"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(v.PrimaryID), valkeyv1.AnnotationSkipDrain)
+	}
 	if st.seed == nil {
 		return false, valkeyv1.ReasonMigratingSlots, "no node of the cluster is reachable to check its slots"
 	}

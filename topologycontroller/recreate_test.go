@@ -232,6 +232,39 @@ var _ = Describe("Re-creation and drain", func() {
 		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, formTimeout).Should(Succeed())
 		Expect(readKeys(f, pw, 500)).To(Equal(500))
 	})
+
+	It("does not report Drained=True for an unreachable replica whose primary is down too", func() {
+		ns := newNamespace()
+		f, pw := formCluster(ns, "u", 2, 1)
+		writeKeys(f, pw, 500)
+		primary, replica := valkeyv1.NodeName("u", 0, 0), valkeyv1.NodeName("u", 0, 1)
+		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+
+		By("both servers of shard 0 go down, then the replica's node is deleted")
+		f.down(primary)
+		f.down(replica)
+		for _, name := range []string{primary, replica} {
+			Eventually(func() bool {
+				return status.IsTrue(getNode(ns, name).Status.Conditions, valkeyv1.ConditionWorkloadReady)
+			}).Should(BeFalse())
+		}
+		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, replica)) }).Should(Succeed())
+		uid := getNode(ns, replica).UID
+		Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
+		Eventually(drained(ns, replica, uid), 20*time.Second).Should(And(Not(BeNil()),
+			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", valkeyv1.ReasonPrimaryDown)))
+		Consistently(drained(ns, replica, uid), 3*testOptions.ResyncPeriod).Should(HaveField("Status", metav1.ConditionFalse),
+			"its claim may hold the shard's only copy")
+
+		By("the primary comes back: the replica may go")
+		f.up(primary)
+		Eventually(func() bool {
+			_, err := drained(ns, replica, uid)()
+			return apierrors.IsNotFound(err)
+		}, formTimeout).Should(BeTrue())
+		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, formTimeout).Should(Succeed())
+		Expect(readKeys(f, pw, 500)).To(Equal(500))
+	})
 })
 
 // moveSlotKeys moves the keys of the first slot of key:0..9999 that holds some from the
