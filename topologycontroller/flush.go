@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -16,8 +17,9 @@ import (
 const keptKeysRecheck = 5 * time.Second
 
 // flushIfHeldElsewhere empties m, a primary without slots, before it becomes a replica or
-// gets its first slots, but only when every slot it holds keys of is owned by a reachable
-// primary holding at least as many keys of that slot (CLUSTER COUNTKEYSINSLOT on both).
+// gets its first slots, but only when every key it holds exists on its slot's reachable
+// owner (CLUSTER COUNTKEYSINSLOT on both first; then, where the owner holds as many, the
+// names: CLUSTER GETKEYSINSLOT on m, EXISTS on the owner).
 // Otherwise its keys may exist nowhere else (it came back from a retained claim after its
 // slots went to a node that never had them): it is left as it is, with ClusterJoined=False
 // KeysNotElsewhere and a Warning event, and false is returned.
@@ -75,20 +77,89 @@ func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string,
 			}
 		}
 	}
+	absent, err := keysAbsentOnOwners(ctx, st, m, mine, theirs, owner)
+	if err != nil {
+		return "", err
+	}
 	short, first := 0, ""
 	for slot := 0; slot < TotalSlots; slot++ {
-		if mine[slot] == 0 || theirs[slot] >= mine[slot] {
+		if mine[slot] == 0 || (theirs[slot] >= mine[slot] && absent[slot] == 0) {
 			continue
 		}
 		short++
 		if first == "" {
 			first = describeShortSlot(st, slot, mine[slot], theirs[slot], owner[slot])
+			if absent[slot] > 0 {
+				first += fmt.Sprintf(", %d of them not there", absent[slot])
+			}
 		}
 	}
 	if short == 0 {
 		return "", nil
 	}
 	return fmt.Sprintf("in %d slots its keys are not all on the slot's owner (first: %s)", short, first), nil
+}
+
+// flushCheckBatch bounds the slots whose key names are read at once.
+const flushCheckBatch = 512
+
+// keysAbsentOnOwners counts, for each slot whose reachable owner holds at least as many keys
+// as m (a count says nothing of which keys), m's keys of it that the owner does not have:
+// CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
+func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
+	var slots []int
+	for slot := 0; slot < TotalSlots; slot++ {
+		if o := st.byID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
+			slots = append(slots, slot)
+		}
+	}
+	absent := map[int]int64{}
+	for start := 0; start < len(slots); start += flushCheckBatch {
+		batch := slots[start:min(len(slots), start+flushCheckBatch)]
+		if err := countAbsent(ctx, st, m, batch, mine, owner, absent); err != nil {
+			return nil, err
+		}
+	}
+	return absent, nil
+}
+
+// countAbsent adds to absent the keys of m in slots that their owner does not have.
+func countAbsent(ctx context.Context, st *clusterState, m *member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
+	gets := make([][]string, len(slots))
+	for i, slot := range slots {
+		gets[i] = []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.FormatInt(mine[slot], 10)}
+	}
+	res, err := st.cs.multi(ctx, m.addr, gets)
+	if err != nil {
+		return err
+	}
+	exists := map[string][][]string{} // owner ID → EXISTS commands
+	bySlot := map[string][]int{}
+	for i, r := range res {
+		keys, err := r.AsStrSlice()
+		if err != nil {
+			return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], m.node.Name, err)
+		}
+		id := owner[slots[i]]
+		exists[id] = append(exists[id], append([]string{"EXISTS"}, keys...))
+		bySlot[id] = append(bySlot[id], slots[i])
+	}
+	for id, cmds := range exists {
+		res, err := st.cs.multi(ctx, st.byID[id].addr, cmds)
+		if err != nil {
+			return err
+		}
+		for i, r := range res {
+			n, err := r.AsInt64()
+			if err != nil {
+				return fmt.Errorf("EXISTS on %s: %w", st.byID[id].node.Name, err)
+			}
+			if missing := int64(len(cmds[i])-1) - n; missing > 0 {
+				absent[bySlot[id][i]] = missing
+			}
+		}
+	}
+	return nil
 }
 
 // describeShortSlot names a slot whose owner lacks keys m holds.

@@ -2,6 +2,7 @@ package topologycontroller_test
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"strconv"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -17,6 +19,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/test/valkeyserver"
 )
 
 // down stops a node's server as a crashed pod would (WorkloadReady=False); up starts it
@@ -156,39 +159,9 @@ var _ = Describe("Re-creation and drain", func() {
 
 	It("never flushes a primary without slots whose keys the slots' owner does not hold", func() {
 		ns := newNamespace()
-		f, pw := formCluster(ns, "k", 1, 1)
-		writeKeys(f, pw, 1000)
-		primary, replica := valkeyv1.NodeName("k", 0, 0), valkeyv1.NodeName("k", 0, 1)
-		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
-
-		By("with the controller stopped, the replica comes back as a new primary holding keys of a slot its owner lost")
-		mgr.stop()
-		restarted := false
-		DeferCleanup(func() {
-			if !restarted {
-				mgr = startManager(testOptions)
-			}
-		})
-		f.restart([]string{replica}, true)
-		p, r := f.server(primary), f.server(replica)
-		_, err := cmd(r.Addr(), pw, "CLUSTER", "MEET", p.Host, strconv.Itoa(p.Port))
-		Expect(err).NotTo(HaveOccurred())
-		pID, err := cmd(p.Addr(), pw, "CLUSTER", "MYID")
-		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() bool {
-			lines, _ := clusterNodes(r.Addr(), pw)
-			for _, l := range lines {
-				if l.id == pID && !strings.Contains(l.flags, "handshake") {
-					return l.slots == 16384 && clusterInfo(r.Addr(), pw, "cluster_state") == "ok"
-				}
-			}
-			return false
-		}, 20*time.Second).Should(BeTrue())
-		slot, moved := moveSlotKeys(p.Addr(), r.Addr(), pw)
-		GinkgoWriter.Printf("slot %d: %d keys now only on the replica\n", slot, moved)
-		Expect(dbSize(r.Addr(), pw)).To(Equal(moved))
-		mgr = startManager(testOptions)
-		restarted = true
+		f, pw, p, r, slot, moved, restart := keysOnlyOnReplica(ns)
+		replica := valkeyv1.NodeName("k", 0, 1)
+		restart()
 
 		Eventually(joinedReason(ns, replica), 30*time.Second).Should(Equal(valkeyv1.ReasonKeysNotElsewhere))
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventKeysNotFlushed) }, 20*time.Second).Should(BeNumerically(">=", 1))
@@ -199,6 +172,28 @@ var _ = Describe("Re-creation and drain", func() {
 		Expect(copySlotBack(r.Addr(), p.Addr(), pw, slot)).To(Equal(moved))
 		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, formTimeout).Should(Succeed())
 		Eventually(clusterReady(ns, "k"), 30*time.Second).Should(Succeed())
+		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
+	})
+
+	It("never flushes a primary without slots whose keys its slot's owner lacks, even when the owner holds as many other keys of the slot", func() {
+		ns := newNamespace()
+		f, pw, p, r, slot, moved, restart := keysOnlyOnReplica(ns)
+		replica := valkeyv1.NodeName("k", 0, 1)
+
+		By("the owner gets as many other keys of that slot: the counts match, the keys do not")
+		other := keysOfSlot(p.Addr(), pw, slot, moved)
+		for _, k := range other {
+			_, err := cmd(p.Addr(), pw, "SET", k, "other")
+			Expect(err).NotTo(HaveOccurred())
+		}
+		restart()
+
+		Eventually(joinedReason(ns, replica), 30*time.Second).Should(Equal(valkeyv1.ReasonKeysNotElsewhere))
+		Consistently(func() int { return dbSize(r.Addr(), pw) }, 3*testOptions.ResyncPeriod).Should(Equal(moved), "keys found nowhere else were flushed")
+
+		By("once the owner holds them too, the node is flushed and follows the primary")
+		Expect(copySlotBack(r.Addr(), p.Addr(), pw, slot)).To(Equal(moved))
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, formTimeout).Should(Succeed())
 		Expect(readKeys(f, pw, 1000)).To(Equal(1000))
 	})
 
@@ -328,4 +323,74 @@ func migrateArgs(dst, pw string, keep bool, keys []string) []string {
 		args = append(args, "COPY")
 	}
 	return append(append(args, "AUTH", pw, "KEYS"), keys...)
+}
+
+// keysOnlyOnReplica forms a 1 × 1 cluster k in ns with 1,000 keys and, with the controller
+// stopped, brings the replica back as a new primary without slots that holds the keys of one
+// slot which its owner no longer has. The controller is started again by the caller
+// (restart). It returns the fake workload, the password, the two servers, the slot and the
+// number of its keys.
+func keysOnlyOnReplica(ns string) (f *fakeWorkload, pw string, p, r *valkeyserver.Server, slot, moved int, restart func()) {
+	f, pw = formCluster(ns, "k", 1, 1)
+	writeKeys(f, pw, 1000)
+	primary, replica := valkeyv1.NodeName("k", 0, 0), valkeyv1.NodeName("k", 0, 1)
+	Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+
+	By("with the controller stopped, the replica comes back as a new primary holding keys of a slot its owner lost")
+	mgr.stop()
+	restarted := false
+	DeferCleanup(func() {
+		if !restarted {
+			mgr = startManager(testOptions)
+		}
+	})
+	f.restart([]string{replica}, true)
+	p, r = f.server(primary), f.server(replica)
+	_, err := cmd(r.Addr(), pw, "CLUSTER", "MEET", p.Host, strconv.Itoa(p.Port))
+	Expect(err).NotTo(HaveOccurred())
+	pID, err := cmd(p.Addr(), pw, "CLUSTER", "MYID")
+	Expect(err).NotTo(HaveOccurred())
+	Eventually(func() bool {
+		lines, _ := clusterNodes(r.Addr(), pw)
+		for _, l := range lines {
+			if l.id == pID && !strings.Contains(l.flags, "handshake") {
+				return l.slots == 16384 && clusterInfo(r.Addr(), pw, "cluster_state") == "ok"
+			}
+		}
+		return false
+	}, 20*time.Second).Should(BeTrue())
+	slot, moved = moveSlotKeys(p.Addr(), r.Addr(), pw)
+	GinkgoWriter.Printf("slot %d: %d keys now only on the replica\n", slot, moved)
+	Expect(dbSize(r.Addr(), pw)).To(Equal(moved))
+	restart = func() {
+		mgr = startManager(testOptions)
+		restarted = true
+	}
+	return f, pw, p, r, slot, moved, restart
+}
+
+// keysOfSlot are n key names that hash to slot, none of the key:N names: a hash tag of the
+// slot is found among candidates asked in one pipeline.
+func keysOfSlot(addr, pw string, slot, n int) []string {
+	c := single(addr, pw)
+	defer c.Close()
+	const candidates = 200000 // none of the slot's among them: e^-12
+	cmds := make(valkey.Commands, candidates)
+	for i := range cmds {
+		cmds[i] = c.B().ClusterKeyslot().Key("t" + strconv.Itoa(i)).Build()
+	}
+	for i, res := range c.DoMulti(context.Background(), cmds...) {
+		got, err := res.AsInt64()
+		Expect(err).NotTo(HaveOccurred())
+		if int(got) != slot {
+			continue
+		}
+		out := make([]string, n)
+		for j := range out {
+			out[j] = fmt.Sprintf("{t%d}:other:%d", i, j)
+		}
+		return out
+	}
+	Fail("no hash tag of slot " + strconv.Itoa(slot))
+	return nil
 }

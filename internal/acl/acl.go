@@ -16,13 +16,15 @@ import (
 // controller, valkey-start and the probes send, RESTORE-ASKING and SELECT for MIGRATE on
 // the target, and every key (MIGRATE moves any key; it is the one command of this user that
 // reads data, and only to move it). ACL itself is granted: the operator applies the users.
-// BGSAVE and BGREWRITEAOF: a backup saves one node per shard. No read command, no
+// BGSAVE and BGREWRITEAOF: a backup saves one node per shard. EXISTS: before a primary
+// without slots is flushed to become a replica, each of its keys must exist on its slot's
+// owner (key names, no value). No other read command, no
 // replication command (the replicas authenticate as ReplicationUser) and no channel is
 // granted.
 var OperatorRules = []string{
 	"~*", "resetchannels", "-@all",
 	"+ping", "+info", "+cluster", "+asking", "+readonly", "+select",
-	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+flushall", "+wait",
+	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+exists", "+flushall", "+wait",
 	"+config|get", "+config|set", "+client|pause", "+client|unpause", "+client|setname",
 	"+acl", "+auth", "+hello", "+bgsave", "+bgrewriteaof",
 }
