@@ -64,6 +64,7 @@ func runServer(args []string) int {
 	tlsCA := fs.String("tls-ca-file", "", "with TLS: the CA certificate (PEM) the servers' certificates are verified against; servers are then reached over TLS")
 	fs.DurationVar(&w.DialTimeout, "dial-timeout", 2*time.Second, "bound of each connection and command")
 	fs.DurationVar(&w.FailoverTimeout, "failover-timeout", 10*time.Second, "bound of each attempt to promote a replica before a start")
+	fs.DurationVar(&w.ReplicaWait, "replica-wait", 2*time.Minute, "how long a crashed primary waits for a replica of it that may hold newer data to answer in sync before it starts on its own data")
 	fs.StringVar(&w.RestoreID, "restore-id", "", "the backup the data directory was restored from: prepared once (see --restore-identity) before the server starts")
 	fs.StringVar(&w.RestoreIdentity, "restore-identity", valkeystart.IdentityFresh, "with --restore-id: keep (nodes.conf cut to this node) or fresh (nodes.conf removed)")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")

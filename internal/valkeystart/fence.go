@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"valkey.io/operator/internal/clusternodes"
 )
@@ -15,7 +16,9 @@ import (
 // stop cleanly (killed, OOM-killed, its node lost) would load data older than what its
 // replicas acknowledged, stay primary, and drag them back to it. So its most up-to-date
 // in-sync replica takes over first; the server then starts, learns from the cluster that
-// its slots moved to a higher epoch, and rejoins as that replica's replica. A nil error
+// its slots moved to a higher epoch, and rejoins as that replica's replica. While a replica
+// it had may hold newer data but does not answer in sync yet (restarting, loading), it looks
+// again every second for up to ReplicaWait before starting on its own data. A nil error
 // means the server may start.
 func (w *Wrapper) fence(ctx context.Context) error {
 	if w.Durable && w.stoppedCleanly() {
@@ -31,22 +34,64 @@ func (w *Wrapper) fence(ctx context.Context) error {
 		return nil
 	}
 	w.logf("unclean restart of primary %s (%d slots): asking an in-sync replica to take over first", me.ID, me.SlotCount())
-	view := w.liveView(ctx, nodes)
+	deadline := time.Now().Add(w.ReplicaWait)
+	for {
+		replica, why := w.fenceOnce(ctx, nodes, me.ID)
+		if replica != nil {
+			defer replica.close()
+			return w.promote(ctx, replica)
+		}
+		if why == "" {
+			return nil
+		}
+		if !time.Now().Before(deadline) {
+			w.logf("%s after %s: starting on this server's own data", why, w.ReplicaWait)
+			return nil
+		}
+		w.logf("%s: looking again (until %s)", why, deadline.Format(time.RFC3339))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// fenceOnce looks at the cluster once. It returns the replica to promote; or nil and "" when
+// the server may start at once (its slots already moved, or it has no replica to wait for);
+// or nil and why it must wait: a replica of it may hold newer data (it is listed) but none
+// answers in sync yet (restarting, loading its data), or no member answers.
+func (w *Wrapper) fenceOnce(ctx context.Context, saved []clusternodes.Node, myID string) (*server, string) {
+	view := w.liveView(ctx, saved, myID)
 	if view == nil {
-		w.logf("no other member is reachable: starting on this server's own data")
-		return nil
+		if !hasReplica(saved, myID) {
+			w.logf("no other member is reachable and this server had no replica: starting on its own data")
+			return nil, ""
+		}
+		return nil, "no other member that knows this server is reachable"
 	}
-	if cur := clusternodes.ByID(view, me.ID); cur == nil || !cur.Primary() || cur.SlotCount() == 0 {
+	if cur := clusternodes.ByID(view, myID); cur == nil || !cur.Primary() || cur.SlotCount() == 0 {
 		w.logf("the cluster already moved this server's slots: starting it as a replica")
-		return nil
+		return nil, ""
 	}
-	replica := w.bestReplica(ctx, view, me.ID)
-	if replica == nil {
-		w.logf("no in-sync replica is reachable: starting on this server's own data")
-		return nil
+	if replica := w.bestReplica(ctx, view, myID); replica != nil {
+		return replica, ""
 	}
-	defer replica.close()
-	return w.promote(ctx, replica)
+	if !hasReplica(view, myID) {
+		w.logf("this server has no replica: starting on its own data")
+		return nil, ""
+	}
+	return nil, "no replica of this server answers in sync yet"
+}
+
+// hasReplica tells whether a node of view follows id.
+func hasReplica(view []clusternodes.Node, id string) bool {
+	for _, n := range view {
+		if n.PrimaryID == id {
+			return true
+		}
+	}
+	return false
 }
 
 // stoppedCleanly tells whether the last run ended with the server exiting 0 (a SIGTERM or
@@ -74,8 +119,9 @@ func (w *Wrapper) savedView() ([]clusternodes.Node, error) {
 	return nodes, nil
 }
 
-// liveView is CLUSTER NODES of the first other member that answers; nil when none does.
-func (w *Wrapper) liveView(ctx context.Context, saved []clusternodes.Node) []clusternodes.Node {
+// liveView is CLUSTER NODES of the first other member that answers and knows myID (a new
+// node that has not learnt of this server yet says nothing of its slots); nil when none does.
+func (w *Wrapper) liveView(ctx context.Context, saved []clusternodes.Node, myID string) []clusternodes.Node {
 	for _, n := range saved {
 		if n.Myself() || n.Addr == "" {
 			continue
@@ -87,10 +133,14 @@ func (w *Wrapper) liveView(ctx context.Context, saved []clusternodes.Node) []clu
 		}
 		view, err := s.nodes(ctx)
 		s.close()
-		if err == nil {
+		switch {
+		case err != nil:
+			w.logf("member %s: %v", n.Addr, err)
+		case clusternodes.ByID(view, myID) == nil:
+			w.logf("member %s does not know this server", n.Addr)
+		default:
 			return view
 		}
-		w.logf("member %s: %v", n.Addr, err)
 	}
 	return nil
 }

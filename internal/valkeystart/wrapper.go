@@ -58,6 +58,9 @@ type Wrapper struct {
 	DialTimeout time.Duration
 	// FailoverTimeout bounds each attempt to promote a replica before a start.
 	FailoverTimeout time.Duration
+	// ReplicaWait bounds how long a crashed primary waits, before it starts on its own data,
+	// for a replica of it that may hold newer data to answer in sync (see fence).
+	ReplicaWait time.Duration
 	// HandOverTimeout bounds the hand-over to a replica when the server is stopped.
 	HandOverTimeout time.Duration
 	// Log receives what the wrapper decides (stderr when nil).

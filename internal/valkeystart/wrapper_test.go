@@ -159,6 +159,12 @@ func TestFenceAfterCrash(t *testing.T) {
 // runWrapper runs the server's command line (as its test config) through a Wrapper.
 func runWrapper(t *testing.T, s *valkeyserver.Server) (*Wrapper, *syncBuffer, chan os.Signal, chan int) {
 	t.Helper()
+	return runWrapperWith(t, s, nil)
+}
+
+// runWrapperWith is runWrapper with the Wrapper changed by change first.
+func runWrapperWith(t *testing.T, s *valkeyserver.Server, change func(*Wrapper)) (*Wrapper, *syncBuffer, chan os.Signal, chan int) {
+	t.Helper()
 	bin, err := valkeyserver.Binary()
 	if err != nil {
 		t.Fatal(err)
@@ -169,6 +175,9 @@ func runWrapper(t *testing.T, s *valkeyserver.Server) (*Wrapper, *syncBuffer, ch
 		DataDir: s.Dir, Addr: s.Addr(), Password: testPassword, Durable: true,
 		DialTimeout: time.Second, FailoverTimeout: 3 * time.Second, HandOverTimeout: 10 * time.Second,
 		Log: log.New(logs, "", 0), Signals: sigs,
+	}
+	if change != nil {
+		change(w)
 	}
 	exit, stopped := make(chan int, 1), make(chan struct{})
 	go func() {
@@ -327,4 +336,52 @@ func TestFenceNeverPromotesAReplicaThatNeverSynced(t *testing.T) {
 		t.Fatalf("%d of %d acknowledged keys lost (keyspace: %s); wrapper log:\n%s", len(lost), len(acked), do(t, sh.p.Addr(), "INFO", "keyspace"), logs)
 	}
 	t.Logf("%d acknowledged keys, 0 lost; wrapper log:\n%s", len(acked), logs)
+}
+
+// TestFenceWaitsForAReplicaThatDoesNotAnswerYet: a primary is killed with writes its RDB
+// does not hold, and its replica, which has them, does not answer for a few seconds (as
+// while it restarts or loads its data). The primary does not start on its older data: it
+// looks again until the replica answers, which then takes over; no acknowledged key is lost.
+func TestFenceWaitsForAReplicaThatDoesNotAnswerYet(t *testing.T) {
+	sh := startShard(t, 0)
+	acked := writeAcked(t, sh.p.Addr(), "saved", 200)
+	do(t, sh.p.Addr(), "SAVE")
+	acked = append(acked, writeAcked(t, sh.p.Addr(), "unsaved", 300)...)
+	pid := processID(t, sh.r.Addr())
+	if err := sh.p.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	resumed := make(chan struct{})
+	go func() {
+		defer close(resumed)
+		time.Sleep(4 * time.Second) // the replica's outage the test simulates, not a wait for a state
+		_ = syscall.Kill(pid, syscall.SIGCONT)
+	}()
+	t.Cleanup(func() { <-resumed })
+
+	_, logs, _, _ := runWrapperWith(t, sh.p, func(w *Wrapper) { w.ReplicaWait = 30 * time.Second })
+	waitRole(t, sh.r.Addr(), "master")
+	waitRole(t, sh.p.Addr(), "slave")
+	waitLinkUp(t, sh.p.Addr())
+	if lost := missing(t, sh.r.Addr(), acked); len(lost) > 0 {
+		t.Fatalf("%d of %d acknowledged keys lost; wrapper log:\n%s", len(lost), len(acked), logs)
+	}
+	if !strings.Contains(logs.String(), "looking again") {
+		t.Fatalf("the primary did not wait for its replica; wrapper log:\n%s", logs)
+	}
+	t.Logf("%d acknowledged keys, 0 lost; wrapper log:\n%s", len(acked), logs)
+}
+
+// processID is the server's process ID (INFO server).
+func processID(t *testing.T, addr string) int {
+	t.Helper()
+	out := do(t, addr, "INFO", "server")
+	pid, err := strconv.Atoi(clusternodes.ParseInfo(out)["process_id"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pid
 }
