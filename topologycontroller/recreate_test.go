@@ -198,67 +198,11 @@ var _ = Describe("Re-creation and drain", func() {
 	})
 
 	It("does not report Drained=True for a replica whose primary is down", func() {
-		ns := newNamespace()
-		f, pw := formCluster(ns, "d", 1, 1)
-		writeKeys(f, pw, 500)
-		primary, replica := valkeyv1.NodeName("d", 0, 0), valkeyv1.NodeName("d", 0, 1)
-		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
-
-		By("the primary's server goes down, then the replica's node is deleted")
-		f.down(primary)
-		Eventually(func() bool {
-			return status.IsTrue(getNode(ns, primary).Status.Conditions, valkeyv1.ConditionWorkloadReady)
-		}).Should(BeFalse())
-		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, replica)) }).Should(Succeed())
-		uid := getNode(ns, replica).UID
-		Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
-		Eventually(drained(ns, replica, uid), 20*time.Second).Should(And(Not(BeNil()),
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", valkeyv1.ReasonPrimaryDown)))
-		// The fake removes the finalizer once Drained=True: the node would be gone.
-		Consistently(drained(ns, replica, uid), 3*testOptions.ResyncPeriod).Should(HaveField("Status", metav1.ConditionFalse))
-		Expect(dbSize(f.server(replica).Addr(), pw)).To(Equal(500), "the replica still holds the shard's keys")
-
-		By("the primary comes back: the replica may go")
-		f.up(primary)
-		Eventually(func() bool {
-			_, err := drained(ns, replica, uid)()
-			return apierrors.IsNotFound(err)
-		}, formTimeout).Should(BeTrue())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, formTimeout).Should(Succeed())
-		Expect(readKeys(f, pw, 500)).To(Equal(500))
+		replicaOfDownPrimaryStays(newNamespace(), 1, false)
 	})
 
 	It("does not report Drained=True for an unreachable replica whose primary is down too", func() {
-		ns := newNamespace()
-		f, pw := formCluster(ns, "u", 2, 1)
-		writeKeys(f, pw, 500)
-		primary, replica := valkeyv1.NodeName("u", 0, 0), valkeyv1.NodeName("u", 0, 1)
-		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
-
-		By("both servers of shard 0 go down, then the replica's node is deleted")
-		f.down(primary)
-		f.down(replica)
-		for _, name := range []string{primary, replica} {
-			Eventually(func() bool {
-				return status.IsTrue(getNode(ns, name).Status.Conditions, valkeyv1.ConditionWorkloadReady)
-			}).Should(BeFalse())
-		}
-		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, replica)) }).Should(Succeed())
-		uid := getNode(ns, replica).UID
-		Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
-		Eventually(drained(ns, replica, uid), 20*time.Second).Should(And(Not(BeNil()),
-			HaveField("Status", metav1.ConditionFalse), HaveField("Reason", valkeyv1.ReasonPrimaryDown)))
-		Consistently(drained(ns, replica, uid), 3*testOptions.ResyncPeriod).Should(HaveField("Status", metav1.ConditionFalse),
-			"its claim may hold the shard's only copy")
-
-		By("the primary comes back: the replica may go")
-		f.up(primary)
-		Eventually(func() bool {
-			_, err := drained(ns, replica, uid)()
-			return apierrors.IsNotFound(err)
-		}, formTimeout).Should(BeTrue())
-		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, formTimeout).Should(Succeed())
-		Expect(readKeys(f, pw, 500)).To(Equal(500))
+		replicaOfDownPrimaryStays(newNamespace(), 2, true)
 	})
 })
 
@@ -393,4 +337,47 @@ func keysOfSlot(addr, pw string, slot, n int) []string {
 	}
 	Fail("no hash tag of slot " + strconv.Itoa(slot))
 	return nil
+}
+
+// replicaOfDownPrimaryStays forms a cluster of shards × 1 with 500 keys, takes the primary of
+// shard 0 down (and its replica too when replicaDown), deletes the replica's node and expects
+// it kept with Drained=False, PrimaryDown (its copy may be the shard's only one); once the
+// primary is back, the replica goes and no key is lost.
+func replicaOfDownPrimaryStays(ns string, shards int32, replicaDown bool) {
+	f, pw := formCluster(ns, "d", shards, 1)
+	writeKeys(f, pw, 500)
+	primary, replica := valkeyv1.NodeName("d", 0, 0), valkeyv1.NodeName("d", 0, 1)
+	Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
+
+	By("the primary's server goes down (the replica's too when replicaDown), then the replica's node is deleted")
+	down := []string{primary}
+	if replicaDown {
+		down = append(down, replica)
+	}
+	for _, name := range down {
+		f.down(name)
+		Eventually(func() bool {
+			return status.IsTrue(getNode(ns, name).Status.Conditions, valkeyv1.ConditionWorkloadReady)
+		}).Should(BeFalse())
+	}
+	Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, replica)) }).Should(Succeed())
+	uid := getNode(ns, replica).UID
+	Expect(k8s.Delete(context.Background(), getNode(ns, replica))).To(Succeed())
+	Eventually(drained(ns, replica, uid), 20*time.Second).Should(And(Not(BeNil()),
+		HaveField("Status", metav1.ConditionFalse), HaveField("Reason", valkeyv1.ReasonPrimaryDown)))
+	// The fake removes the finalizer once Drained=True: the node would be gone.
+	Consistently(drained(ns, replica, uid), 3*testOptions.ResyncPeriod).Should(HaveField("Status", metav1.ConditionFalse),
+		"its copy may be the shard's only one")
+	if !replicaDown {
+		Expect(dbSize(f.server(replica).Addr(), pw)).To(Equal(500), "the replica still holds the shard's keys")
+	}
+
+	By("the primary comes back: the replica may go")
+	f.up(primary)
+	Eventually(func() bool {
+		_, err := drained(ns, replica, uid)()
+		return apierrors.IsNotFound(err)
+	}, formTimeout).Should(BeTrue())
+	Eventually(func() error { return checkHealthy(f, pw, int(shards), 1) }, formTimeout).Should(Succeed())
+	Expect(readKeys(f, pw, 500)).To(Equal(500))
 }

@@ -226,20 +226,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 // spec no admission rule of ours catches, such as a request above its limit): retrying
 // cannot help until the spec changes, whose event brings the next reconcile.
 func (r *Reconciler) refusedWorkload(node *valkeyv1.ValkeyNode, cur *current, err error) result {
-	res := result{workload: observedWorkload(cur)}
 	msg := "the API server refused the workload: " + truncate(err.Error(), maxFailureMessage) +
 		"; correct that field of the ValkeyNode's spec (a cluster's node takes it from the ValkeyCluster)"
-	if cur.workload() != nil {
-		msg += "; the running workload is left unchanged"
-	}
-	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionWorkloadReady); old == nil ||
-		old.Reason != valkeyv1.ReasonWorkloadRefused || old.Message != msg || old.ObservedGeneration != node.Generation {
-		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventWorkloadRefused, "Apply", "%s", msg)
-	}
-	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWorkloadRefused, msg)
-	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonWorkloadRefused,
-		"no roll while the API server refuses the workload")
-	return res
+	return r.refused(node, cur, valkeyv1.ReasonWorkloadRefused, "Apply", msg, "no roll while the API server refuses the workload")
 }
 
 // create makes the node's ConfigMap and workload once its volume is ready. It returns
@@ -262,17 +251,22 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 
 // invalidConfig reports a refused config and leaves everything that runs untouched.
 func (r *Reconciler) invalidConfig(node *valkeyv1.ValkeyNode, cur *current, ce *ConfigError) result {
+	return r.refused(node, cur, valkeyv1.ReasonInvalidConfig, "Validate", ce.Error(), "no roll while spec.config is refused")
+}
+
+// refused reports a spec the node cannot run as it is (WorkloadReady and RollPending False
+// with reason, which is also the Warning event's, sent when the condition changes) and
+// leaves the running workload as it is.
+func (r *Reconciler) refused(node *valkeyv1.ValkeyNode, cur *current, reason, action, msg, rollMsg string) result {
 	res := result{workload: observedWorkload(cur)}
-	msg := ce.Error()
 	if cur.workload() != nil {
 		msg += "; the running workload is left unchanged"
 	}
 	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionWorkloadReady); old == nil ||
-		old.Reason != valkeyv1.ReasonInvalidConfig || old.Message != msg || old.ObservedGeneration != node.Generation {
-		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventInvalidConfig, "Validate", "%s", msg)
+		old.Reason != reason || old.Message != msg || old.ObservedGeneration != node.Generation {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, reason, action, "%s", msg)
 	}
-	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonInvalidConfig, msg)
-	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonInvalidConfig,
-		"no roll while spec.config is refused")
+	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, reason, msg)
+	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, reason, rollMsg)
 	return res
 }
