@@ -36,7 +36,7 @@ var _ = Describe("Edges", Label("edges"), func() {
 		Expect(list.Items).To(BeEmpty(), "nothing was admitted")
 	})
 
-	It("leaves someone else's NetworkPolicy and PodDisruptionBudget of the cluster's names unchanged, through a pod restart", func() {
+	It("leaves someone else's NetworkPolicy, PodDisruptionBudget and restored password Secret of the cluster's names unchanged, through a pod restart", func() {
 		ns := newNamespace("edges-foreign")
 		policy := &networkingv1.NetworkPolicy{
 			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.NetworkPolicyName("web")},
@@ -55,6 +55,14 @@ var _ = Describe("Edges", Label("edges"), func() {
 		Expect(k8s.Create(ctx, policy)).To(Succeed())
 		Expect(k8s.Create(ctx, budget)).To(Succeed())
 		passwordSecret(ns, "monitor-pw", "monitor-password")
+		// A password Secret of the cluster's generated name, restored from a backup before the
+		// cluster is applied (so made by someone else, not the operator): used once annotated.
+		restored := &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.PasswordSecretName("web"),
+				Annotations: map[string]string{v1.AnnotationAdopt: "true"}},
+			Data: map[string][]byte{v1.DefaultPasswordKey: []byte("restored-password")},
+		}
+		Expect(k8s.Create(ctx, restored)).To(Succeed())
 		c := buildCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
 		c.Spec.Users = []v1.UserSpec{{Name: "monitor", Rules: []string{"+info", "+config|get"},
 			PasswordSecrets: []v1.SecretKeyRef{{Name: "monitor-pw", Key: v1.DefaultPasswordKey}}}}
@@ -93,6 +101,12 @@ var _ = Describe("Edges", Label("edges"), func() {
 			_, err = dialNodeAs(n.Status.Workload.PodIP, v1.OperatorUser, shown["masterauth"])
 			Expect(isAuthErr(err)).To(BeTrue(), "masterauth logs in as the operator on %s: %v", n.Name, err)
 		}
+
+		By("the restored password Secret is as it was made")
+		var auth corev1.Secret
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(restored), &auth)).To(Succeed())
+		Expect(auth.OwnerReferences).To(BeEmpty())
+		Expect(auth.Data).To(Equal(restored.Data))
 
 		By("their objects are as they made them")
 		var p networkingv1.NetworkPolicy
