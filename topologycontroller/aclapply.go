@@ -28,34 +28,65 @@ func newUsersOutcome() *usersOutcome {
 		applied: map[string][]string{}, removed: map[string][]string{}}
 }
 
-// applyUsers gives every reachable server the planned users: ACL LIST (one command per
-// server and round when nothing differs), then, only where a user differs, ACL SETUSER
-// (reset and all of the user in one atomic command: connections stay, a kept password keeps
-// working), and ACL DELUSER for users no longer listed (their connections are closed). The
-// operator's user comes first: a server started before it existed is reached with the
-// default user's password until then; the replication user second: a replica restarted
-// with it as its masteruser authenticates once its primary has it.
+// applyUsers gives every reachable server the planned users: ACL LIST and CONFIG GET
+// masteruser (one pipeline per server and round when nothing differs), then, only where a
+// user differs, ACL SETUSER (reset and all of the user in one atomic command: connections
+// stay, a kept password keeps working), and ACL DELUSER for users no longer listed (their
+// connections are closed). The operator's user comes first: a server started before it
+// existed is reached with the default user's password until then; the replication user
+// second: a replica restarted with it as its masteruser authenticates once its primary has
+// it. While a server still replicates as the operator's user (started by an earlier
+// valkey-start), the operator's user keeps the replication grants it had then.
 func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPlan) *usersOutcome {
 	out := newUsersOutcome()
+	listed := map[*member]map[string]acl.Listed{}
+	legacy := false
 	for _, m := range st.sortedMembers() {
-		if err := r.applyUsersOn(ctx, st.cs, m, p, out); err != nil {
+		l, masterUser, err := readUsers(ctx, st.cs, m)
+		if err != nil {
 			out.pending = append(out.pending, m.node.Name+": "+err.Error())
+			continue
+		}
+		listed[m] = l
+		legacy = legacy || masterUser == valkeyv1.OperatorUser
+	}
+	if legacy {
+		p.operator.Rules = acl.LegacyOperatorRules
+	}
+	for _, m := range st.sortedMembers() {
+		if l, ok := listed[m]; ok {
+			if err := r.applyUsersOn(ctx, st.cs, m, p, l, out); err != nil {
+				out.pending = append(out.pending, m.node.Name+": "+err.Error())
+			}
 		}
 	}
 	return out
 }
 
-// applyUsersOn applies the planned users on one server.
-func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, out *usersOutcome) error {
-	res, err := cs.do(ctx, m.addr, "ACL", "LIST")
+// readUsers is a server's users (ACL LIST) and the user its replication authenticates as
+// (CONFIG GET masteruser), in one pipeline.
+func readUsers(ctx context.Context, cs *conns, m *member) (map[string]acl.Listed, string, error) {
+	res, err := cs.multi(ctx, m.addr, [][]string{{"ACL", "LIST"}, {"CONFIG", "GET", "masteruser"}})
 	if err != nil {
-		return err
+		return nil, "", err
 	}
-	lines, err := res.AsStrSlice()
+	lines, err := res[0].AsStrSlice()
 	if err != nil {
-		return fmt.Errorf("ACL LIST on %s: %w", m.addr, err)
+		return nil, "", fmt.Errorf("ACL LIST on %s: %w", m.addr, err)
 	}
-	listed := acl.ParseList(lines)
+	kv, err := res[1].AsStrSlice()
+	if err != nil {
+		return nil, "", fmt.Errorf("CONFIG GET masteruser on %s: %w", m.addr, err)
+	}
+	masterUser := ""
+	if len(kv) == 2 {
+		masterUser = kv[1]
+	}
+	return acl.ParseList(lines), masterUser, nil
+}
+
+// applyUsersOn applies the planned users on one server whose users are listed.
+func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
 	own := []acl.User{keptAuth(p.operator, listed), keptAuth(p.replication, listed)}

@@ -309,4 +309,36 @@ var _ = Describe("ACL users", func() {
 		})()).To(Succeed())
 		Expect(checkHealthy(f, pw, 2, 1)).To(Succeed(), "clients of the default user are unchanged")
 	})
+
+	It("keeps the operator's user's replication grants while a server still replicates as it, and takes them once none does", func() {
+		ns := newNamespace()
+		f, _ := formCluster(ns, "rp", 1, 1)
+		var op corev1.Secret
+		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.OperatorSecretName("rp")}, &op)).To(Succeed())
+		opPassword := string(op.Data[valkeyv1.DefaultPasswordKey])
+		mayPsync := func(want bool) func() error {
+			return everyServer(f, func(a string) error {
+				out, err := as(a, valkeyv1.OperatorUser, opPassword, "ACL", "DRYRUN", valkeyv1.OperatorUser, "PSYNC", "?", "-1")
+				if err != nil {
+					return err
+				}
+				if (out == "OK") != want {
+					return fmt.Errorf("the operator's user may PSYNC: %q, want %v", out, want)
+				}
+				return nil
+			})
+		}
+		Eventually(mayPsync(false), 20*time.Second).Should(Succeed(), "servers replicate as valkey-replication: the operator's user receives no dataset")
+
+		By("a server replicating as the operator's user, as an earlier valkey-start made it")
+		old := f.server(valkeyv1.NodeName("rp", 0, 1)).Addr()
+		_, err := as(old, valkeyv1.OperatorUser, opPassword, "CONFIG", "SET", "masteruser", valkeyv1.OperatorUser)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(mayPsync(true), 20*time.Second).Should(Succeed(), "its replication keeps working until it is rolled")
+
+		By("rolled: it replicates as valkey-replication again")
+		_, err = as(old, valkeyv1.OperatorUser, opPassword, "CONFIG", "SET", "masteruser", "valkey-replication")
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(mayPsync(false), 20*time.Second).Should(Succeed())
+	})
 })

@@ -29,6 +29,14 @@ var OperatorRules = []string{
 	"+acl", "+auth", "+hello", "+bgsave", "+bgrewriteaof",
 }
 
+// LegacyOperatorRules are the operator's user's permissions while a server of the cluster
+// still replicates as that user (its masteruser, as valkey-start made servers before the
+// replication user existed): OperatorRules with the replication commands, and the write
+// commands Valkey 9's atomic slot migration replays as the masteruser. They go once every
+// server of the cluster runs with ReplicationUser, which a roll brings.
+var LegacyOperatorRules = append(append([]string{}, OperatorRules...),
+	"+psync", "+replconf", "+sync", "+@write", "+multi", "+exec")
+
 // ReplicationRules are the permissions of the replication user, the replicas' masteruser:
 // the replication handshake (PING, REPLCONF, PSYNC, SYNC), and for Valkey 9's atomic slot
 // migration, which a target starts as its masteruser (CLUSTER SYNCSLOTS) and whose moved
