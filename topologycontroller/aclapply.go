@@ -89,7 +89,9 @@ func readUsers(ctx context.Context, cs *conns, m *member) (map[string]acl.Listed
 func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
-	own := []acl.User{keptAuth(p.operator, listed), keptAuth(p.replication, listed)}
+	replication := p.replication
+	replication.Rules = acl.ReplicationRules(m.valkeyMajor())
+	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed)}
 	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
 		if ok && r.aclForms.matches(l, u) {

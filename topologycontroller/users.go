@@ -40,7 +40,7 @@ type userProblem struct{ user, reason, msg string }
 // default user keeps it with every permission, as servers with only requirepass had.
 func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, operatorPassword, defaultPassword string) (*userPlan, error) {
 	p := &userPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword),
-		replication: acl.Replication(operatorPassword), listed: map[string]bool{}}
+		replication: acl.Replication(operatorPassword, 0), listed: map[string]bool{}}
 	if err := r.readACLSecret(ctx, vc, p); err != nil {
 		return nil, err
 	}

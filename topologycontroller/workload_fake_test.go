@@ -251,7 +251,7 @@ func authInclude(ctx context.Context, n *valkeyv1.ValkeyNode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]))
+	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]), serverMajor())
 	if _, err := f.WriteString(body); err != nil {
 		return "", err
 	}
@@ -601,4 +601,13 @@ func (f *fakeWorkload) loseDataOnRestart(names ...string) {
 	for _, n := range names {
 		f.empty[n] = true
 	}
+}
+
+// serverMajor is the Valkey major version of the test servers' binary (0 for Redis).
+func serverMajor() int {
+	bin, err := valkeyserver.Binary()
+	if err != nil {
+		return 0
+	}
+	return valkeystart.BinaryMajor(bin)
 }

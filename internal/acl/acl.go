@@ -37,15 +37,18 @@ var OperatorRules = []string{
 var LegacyOperatorRules = append(append([]string{}, OperatorRules...),
 	"+psync", "+replconf", "+sync", "+@write", "+multi", "+exec")
 
-// ReplicationRules are the permissions of the replication user, the replicas' masteruser:
-// the replication handshake (PING, REPLCONF, PSYNC, SYNC), and for Valkey 9's atomic slot
-// migration, which a target starts as its masteruser (CLUSTER SYNCSLOTS) and whose moved
-// keys are replayed as that user, every key with the write commands (but FLUSHALL and
-// FLUSHDB) and MULTI/EXEC.
-var ReplicationRules = []string{
-	"~*", "resetchannels", "-@all",
-	"+ping", "+auth", "+hello", "+select", "+psync", "+replconf", "+sync",
-	"+cluster|syncslots", "+@write", "-flushall", "-flushdb", "+multi", "+exec",
+// ReplicationRules are the permissions of the replication user, the replicas' masteruser,
+// on a server of the given Valkey major version (0 for Redis): the replication handshake
+// (PING, REPLCONF, PSYNC, SYNC); from Valkey 9, for its atomic slot migration, which a
+// target starts as its masteruser (CLUSTER SYNCSLOTS, a command older servers do not know
+// and would refuse the whole user for) and whose moved keys are replayed as that user, every
+// key with the write commands (but FLUSHALL and FLUSHDB) and MULTI/EXEC.
+func ReplicationRules(valkeyMajor int) []string {
+	rules := []string{"~*", "resetchannels", "-@all", "+ping", "+auth", "+hello", "+select", "+psync", "+replconf", "+sync"}
+	if valkeyMajor >= 9 {
+		rules = append(rules, "+cluster|syncslots", "+@write", "-flushall", "-flushdb", "+multi", "+exec")
+	}
+	return rules
 }
 
 // DefaultRules are the default user's permissions when it is kept without spec.users: all,
@@ -77,9 +80,9 @@ func Operator(name, password string) User {
 const ReplicationUser = "valkey-replication"
 
 // Replication is the replication user with its password, derived from the operator's
-// (ReplicationPassword).
-func Replication(operatorPassword string) User {
-	return User{Name: ReplicationUser, On: true, Hashes: []string{Hash(ReplicationPassword(operatorPassword))}, Rules: ReplicationRules}
+// (ReplicationPassword), for a server of the given Valkey major version (ReplicationRules).
+func Replication(operatorPassword string, valkeyMajor int) User {
+	return User{Name: ReplicationUser, On: true, Hashes: []string{Hash(ReplicationPassword(operatorPassword))}, Rules: ReplicationRules(valkeyMajor)}
 }
 
 // ReplicationPassword is the replication user's password: an HMAC-SHA-256 of the user's

@@ -15,7 +15,7 @@ import (
 // through its command line, where ps and set-proc-title would show them. Without a User,
 // the password is requirepass and masterauth; with one (a cluster node), see UsersConfig.
 // Without an AuthFile nothing is written; with one, a password is required.
-func (w *Wrapper) writeAuthFile() error {
+func (w *Wrapper) writeAuthFile(serverMajor int) error {
 	if w.AuthFile == "" {
 		return nil
 	}
@@ -31,7 +31,7 @@ func (w *Wrapper) writeAuthFile() error {
 		if err != nil {
 			return err
 		}
-		body = UsersConfig(w.User, w.Password, users)
+		body = UsersConfig(w.User, w.Password, users, serverMajor)
 	}
 	if err := os.Remove(w.AuthFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("replace %s: %w", w.AuthFile, err)
@@ -66,12 +66,13 @@ func (w *Wrapper) readACLFile() (string, error) {
 // directives, that name the operator's or the replication user, or that a server could not read back (a quote,
 // a password rule: acl.SafeLine) are left out. Without a line for the
 // default user it is switched off: a server without requirepass would otherwise let anyone
-// in as default.
-func UsersConfig(user, password string, users string) string {
+// in as default. serverMajor is the server's Valkey major version (0 for Redis): the
+// replication user's rules depend on it (acl.ReplicationRules).
+func UsersConfig(user, password string, users string, serverMajor int) string {
 	var b strings.Builder
 	b.WriteString("# written by valkey-start from the operator's Secret and the cluster's ACL Secret; not kept on disk\n")
 	b.WriteString(acl.Operator(user, password).Line() + "\n")
-	b.WriteString(acl.Replication(password).Line() + "\n")
+	b.WriteString(acl.Replication(password, serverMajor).Line() + "\n")
 	b.WriteString("masteruser " + acl.ReplicationUser + "\nmasterauth " + valkeyconf.Quote(acl.ReplicationPassword(password)) + "\n")
 	hasDefault := false
 	for _, line := range strings.Split(users, "\n") {

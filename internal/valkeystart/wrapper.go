@@ -77,7 +77,7 @@ type Wrapper struct {
 // SIGTERM, and returns the exit code for the container: the server's, or 1 when it could
 // not be started safely.
 func (w *Wrapper) Run(ctx context.Context, argv []string) int {
-	if err := w.writeAuthFile(); err != nil {
+	if err := w.writeAuthFile(BinaryMajor(argv[0])); err != nil {
 		w.logf("%v", err)
 		return 1
 	}
