@@ -4,10 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/valkey-io/valkey-go"
-
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"github.com/valkey-io/valkey-go"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )

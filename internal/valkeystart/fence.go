@@ -38,8 +38,9 @@ func (w *Wrapper) fence(ctx context.Context) error {
 	for {
 		replica, why := w.fenceOnce(ctx, nodes, me.ID)
 		if replica != nil {
-			defer replica.close()
-			return w.promote(ctx, replica)
+			err := w.promote(ctx, replica)
+			replica.close()
+			return err
 		}
 		if why == "" {
 			return nil
