@@ -2,27 +2,17 @@ package topologycontroller
 
 import (
 	"context"
-	"fmt"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
-// applyOwned writes obj (a typed object with its apiVersion and kind set) by server-side
-// apply as the topology controller's field manager, forced: the controller owns exactly the
-// fields obj sets, and a field it stops setting is removed. Status is not applied.
+// applyOwned writes obj by server-side apply as the topology controller's field manager
+// (owned.Apply).
 func (r *Reconciler) applyOwned(ctx context.Context, obj client.Object) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
-	if err != nil {
-		return fmt.Errorf("%T %s as unstructured: %w", obj, obj.GetName(), err)
-	}
-	delete(u, "status")
-	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
-	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
-		client.FieldOwner(valkeyv1.FieldManagerTopology), client.ForceOwnership)
+	return owned.Apply(ctx, r.Client, obj, valkeyv1.FieldManagerTopology)
 }
 
 // ownedLabels are the labels of what the topology controller makes for a cluster.

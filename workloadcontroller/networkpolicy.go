@@ -10,8 +10,6 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -57,7 +55,7 @@ func (r *Reconciler) standalonePolicy(ctx context.Context, node *valkeyv1.Valkey
 				name, node.Name), nil
 		}
 	}
-	err = r.applyPolicy(ctx, want)
+	err = owned.Apply(ctx, r.Client, want, valkeyv1.FieldManagerWorkload)
 	if apierrors.IsInvalid(err) {
 		return fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom", name, err), nil
 	}
@@ -96,17 +94,6 @@ func desiredNodePolicy(node *valkeyv1.ValkeyNode) *networkingv1.NetworkPolicy {
 			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: ports, From: from}},
 		},
 	}
-}
-
-// applyPolicy writes the policy by server-side apply as the controller's field manager.
-func (r *Reconciler) applyPolicy(ctx context.Context, np *networkingv1.NetworkPolicy) error {
-	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(np)
-	if err != nil {
-		return fmt.Errorf("NetworkPolicy %s as unstructured: %w", np.Name, err)
-	}
-	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
-	return r.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
-		client.FieldOwner(valkeyv1.FieldManagerWorkload), client.ForceOwnership)
 }
 
 // policyNotKept adds why the node's policy is not as wanted to WorkloadReady's message (the

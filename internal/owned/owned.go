@@ -2,7 +2,7 @@
 // owner that wants it: the controllers' caches hold only objects with the operator's labels,
 // so an unlabelled object of the same name looks missing there, and applying over it would
 // take it over (its spec replaced, an ownerReference added: deleting the owner would delete
-// it).
+// it). Apply writes what its owner does own.
 package owned
 
 import (
