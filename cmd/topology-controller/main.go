@@ -32,7 +32,7 @@ func main() {
 	fs.String("cluster-domain", d.ClusterDomain, "the Kubernetes cluster's DNS domain, in the names of generated certificates")
 	fs.Int("max-concurrent-reconciles", d.MaxConcurrentReconciles, "clusters reconciled at once")
 	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace every cluster's NetworkPolicy admits to both ports (this controller's: $POD_NAMESPACE by default)")
-	fs.Int("partitions", d.Partitions, "partitions of the ValkeyClusters, one Lease each, shared among the active replicas (the most replicas that share the work); 0 turns sharding off and elects one leader (--leader-elect) instead")
+	fs.Int("partitions", d.Partitions, "partitions of the ValkeyClusters, one Lease each, shared among the active replicas (the most replicas that share the work); 0 is one partition: one replica active, the others waiting (--leader-elect is ignored)")
 	fs.String("partition-namespace", os.Getenv("POD_NAMESPACE"), "namespace of the partition Leases ($POD_NAMESPACE by default, else --leader-election-namespace)")
 	fs.String("identity", identity(), "this replica's name among the others ($POD_NAME, else the host name, and a random suffix new at each start)")
 	fs.Duration("partition-lease-duration", d.PartitionLeaseDuration, "how long a partition Lease not renewed stays with its holder: a replica gone hands its clusters over after it")
@@ -40,9 +40,12 @@ func main() {
 	fs.Duration("partition-retry-period", d.PartitionRetryPeriod, "period of the loop that renews, acquires and releases the partition Leases")
 	var s options.Settings[topologycontroller.Options]
 	options.Main(topologycontroller.Name, fs, &s, func() error {
-		if s.Options.Partitions > 0 {
-			// Every replica is active, each on its partitions: no leader.
-			s.LeaderElect = false
+		// Every replica runs the partition loop, and none is elected: with --partitions=0 one
+		// partition (one Lease) makes one replica active, so that a rollout between 0 and N
+		// is guarded like any change of the count (docs/contract.md, "Partitions").
+		s.LeaderElect = false
+		if s.Options.Partitions == 0 {
+			s.Options.Partitions = 1
 		}
 		if s.Options.PartitionNamespace == "" {
 			// Outside a pod: the namespace given for the leader election Lease.

@@ -20,7 +20,8 @@ func (s *Set) newLease(name, role string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: name, Namespace: s.cfg.Namespace,
-			Labels: map[string]string{LabelSet: s.cfg.Name, LabelRole: role},
+			Labels:      map[string]string{LabelSet: s.cfg.Name, LabelRole: role},
+			Annotations: map[string]string{AnnotationPartitions: s.cfg.countValue()},
 		},
 		Spec: coordinationv1.LeaseSpec{
 			HolderIdentity:       ptr.To(s.cfg.Identity),
@@ -38,6 +39,10 @@ func (s *Set) write(ctx context.Context, l *coordinationv1.Lease, holder string,
 	now := metav1.NewMicroTime(time.Now())
 	l.Spec.HolderIdentity = ptr.To(holder)
 	l.Spec.RenewTime = &now
+	if l.Annotations == nil {
+		l.Annotations = map[string]string{}
+	}
+	l.Annotations[AnnotationPartitions] = s.cfg.countValue()
 	l.Spec.LeaseDurationSeconds = ptr.To(int32(s.cfg.LeaseDuration / time.Second)) //nolint:gosec // seconds of a lease
 	if taken {
 		l.Spec.AcquireTime = &now

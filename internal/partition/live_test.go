@@ -16,7 +16,8 @@ func TestReplicaWithEveryPartitionExpiredIsNotAlive(t *testing.T) {
 	s := testSet(t)
 	lease := func(name, role, holder string) *coordinationv1.Lease {
 		return &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Labels: map[string]string{LabelRole: role}},
+			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Labels: map[string]string{LabelRole: role},
+				Annotations: map[string]string{AnnotationPartitions: "2"}},
 			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
 		}
 	}

@@ -66,6 +66,9 @@ func (s *Set) round(ctx context.Context) {
 	s.observe(leases, now)
 	s.renewMember(ctx, leases[s.cfg.memberName()])
 	s.collectMembers(ctx, leases, now)
+	if s.holdsBack(leases, now) {
+		return
+	}
 	share := s.cfg.share(s.liveMembers(leases, now))
 	// Expired partitions first: a round woken by an expiry takes them before the writes
 	// that renew what it holds (those are due well before their deadline).
@@ -114,8 +117,8 @@ func (s *Set) liveMembers(leases map[string]*coordinationv1.Lease, now time.Time
 	}
 	live := 1
 	for name, l := range leases {
-		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || s.expired(name, now) {
-			continue
+		if l.Labels[LabelRole] != RoleMember || name == s.cfg.memberName() || s.expired(name, now) || !s.sameCount(l) {
+			continue // a replica of another count waits for this one: it takes no share
 		}
 		if lapsed[holderOf(l)] {
 			continue // a partition it held has expired: it is gone

@@ -25,6 +25,8 @@ type Set struct {
 	hooks []*enqueuer
 	// memberRenewed is when the member Lease was last written.
 	memberRenewed time.Time
+	// waitingFor is why this replica took no partition in its last round ("" when it may).
+	waitingFor string
 	// releases are the holds being given up (see end).
 	releases sync.WaitGroup
 	// base is the loop's context, the parent of every hold's context.

@@ -185,13 +185,18 @@ type manager struct {
 
 // startManager starts a topology manager named identity whose cluster reconciles rec sees.
 func startManager(rec *recorder, leaseNS, identity string) *manager {
+	return startManagerWith(rec, leaseNS, identity, *partitions)
+}
+
+// startManagerWith starts a topology manager with count partitions.
+func startManagerWith(rec *recorder, leaseNS, identity string, count int) *manager {
 	m, err := env.NewManager(topologycontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	opts := topologycontroller.Options{
 		DialTimeout:  200 * time.Millisecond,
 		ResyncPeriod: time.Second,
 		PartitionOptions: topologycontroller.PartitionOptions{
-			Partitions:             *partitions,
+			Partitions:             count,
 			PartitionNamespace:     leaseNS,
 			Identity:               identity,
 			PartitionLeaseDuration: leaseDuration,
