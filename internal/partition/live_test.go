@@ -18,7 +18,7 @@ func TestReplicaWithEveryPartitionExpiredIsNotAlive(t *testing.T) {
 		return &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: "1", Labels: map[string]string{LabelRole: role},
 				Annotations: map[string]string{AnnotationPartitions: "2"}},
-			Spec:       coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(holder)},
 		}
 	}
 	leases := map[string]*coordinationv1.Lease{
