@@ -76,14 +76,14 @@ func (s *Set) holdsBack(leases map[string]*coordinationv1.Lease, now time.Time) 
 	changed := why != s.waitingFor
 	s.waitingFor = why
 	s.mu.Unlock()
-	switch {
-	case why == "":
+	switch why {
+	case "":
 		waitingForCount.Set(0)
 		if changed {
 			s.log.Info("every live replica runs with this partition count: taking partitions")
 		}
 		return false
-	case why == memberNotListed:
+	case memberNotListed:
 		s.wake() // it has just been written: the next round lists it
 	default:
 		waitingForCount.Set(1)
