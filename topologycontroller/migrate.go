@@ -22,8 +22,9 @@ const (
 )
 
 // migrateSlots moves slots from the primary src to the primary dst, key by key: SETSLOT
-// IMPORTING on dst, SETSLOT MIGRATING on src, GETKEYSINSLOT + MIGRATE in batches, then
-// SETSLOT NODE on dst, src and every other primary. Every step can be repeated, so a
+// IMPORTING on dst, SETSLOT MIGRATING on src, GETKEYSINSLOT + MIGRATE in batches, each
+// deleted on src once a replica of dst has it (movebatch.go), then SETSLOT NODE on dst, src
+// and every other primary. In a cluster with replicas it waits until dst has one. Every step can be repeated, so a
 // migration interrupted at any point (the controller killed) is finished by running it
 // again. This works on Redis 7 and every Valkey.
 //
@@ -31,6 +32,11 @@ const (
 // slot whose keys could not move stays open and backs off (see stallBook). It returns the
 // number of slots given to dst.
 func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) (int, error) {
+	if st.cluster.Spec.Replicas > 0 && len(followersOf(st, dst)) == 0 {
+		// Keys leave the source only once a replica of the target has them (movebatch.go).
+		st.wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there", dst.node.Name), time.Second)
+		return 0, nil
+	}
 	slots = r.readySlots(st, slots)
 	var owned []int
 	for _, slot := range slots {

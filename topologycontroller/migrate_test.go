@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/acl"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller"
 )
@@ -255,6 +256,49 @@ var _ = Describe("Slot migrations on bad days", func() {
 		_, err = cmd(keep, pw, "CONFIG", "SET", "maxmemory", "0")
 		Expect(err).NotTo(HaveOccurred())
 		Eventually(func() error { return checkHealthy(f, pw, 1, 0) }, 3*time.Minute).Should(Succeed())
+		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
+		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
+	})
+})
+
+var _ = Describe("Keys moved one batch at a time", func() {
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
+
+	It("leave the source only once a replica of the target holds them", func() {
+		ns := newNamespace()
+		keyByKey()
+		f, pw := formCluster(ns, "c", 2, 1)
+		writeKeys(f, pw, 2000)
+		keep, keepReplica := primaryOf(ns, 0)
+		leave, _ := primaryOf(ns, 1)
+		waitSynced(f.server(keep).Addr(), f.server(keepReplica).Addr(), pw)
+
+		By("the replica of the shard that stays loses its link to its primary (it cannot authenticate)")
+		replica := f.server(keepReplica).Addr()
+		_, err := cmd(replica, pw, "CONFIG", "SET", "masteruser", "nobody-here")
+		Expect(err).NotTo(HaveOccurred())
+		_, _ = cmd(replica, pw, "CLIENT", "KILL", "TYPE", "master")
+		Eventually(func() string {
+			info, _ := cmd(replica, pw, "INFO", "replication")
+			return infoField(info, "master_link_status")
+		}, 20*time.Second).Should(Equal("down"))
+
+		By("shard 1 removed: its slots wait with their keys on it, and the cluster says why")
+		before := localKeys(f.server(leave).Addr(), pw)
+		Expect(before).To(BeNumerically(">", 0))
+		setShards(ns, "c", 1)
+		Consistently(func() int { return localKeys(f.server(leave).Addr(), pw) }, 10*time.Second, time.Second).
+			Should(Equal(before), "keys left the source while no replica of the target could hold them")
+		Eventually(func(g Gomega) {
+			c := status.Get(getCluster(ns, "c").Status.Conditions, valkeyv1.ConditionProgressing)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("wait for a replica of " + keep))
+		}, formTimeout).Should(Succeed())
+
+		By("the replica authenticates again: every key moves and none is lost")
+		_, err = cmd(replica, pw, "CONFIG", "SET", "masteruser", acl.ReplicationUser)
+		Expect(err).NotTo(HaveOccurred())
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 2*time.Minute).Should(Succeed())
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
 	})

@@ -3,7 +3,6 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"time"
 
@@ -104,52 +103,12 @@ func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *memb
 	return out, nil
 }
 
-// runMigrates sends one MIGRATE per batch, pipelined in groups of about migrateMaxBytes. A
-// MIGRATE the server refuses marks its slot failed (its later batches are not sent this
-// round); an error reaching src fails the whole round.
-func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst *member, batches []keyBatch, failed map[int]string) error {
-	host, port, err := net.SplitHostPort(dst.addr)
-	if err != nil {
-		return err
-	}
-	for len(batches) > 0 {
-		n, bytes := 0, int64(0)
-		for n < len(batches) && (n == 0 || bytes+batches[n].bytes <= migrateMaxBytes) {
-			bytes += batches[n].bytes
-			n++
-		}
-		var cmds [][]string
-		var sent []keyBatch
-		for _, b := range batches[:n] {
-			if failed[b.slot] == "" {
-				cmds = append(cmds, migrateCmd(host, port, st.cs.migrateAuth(dst.addr), b, r.Options.CommandTimeout))
-				sent = append(sent, b)
-			}
-		}
-		batches = batches[n:]
-		res, err := st.cs.multi(ctx, src.addr, cmds)
-		for i := range res {
-			e := res[i].Error()
-			if e == nil {
-				continue
-			}
-			if _, refused := valkey.IsValkeyErr(e); !refused {
-				return err
-			}
-			failed[sent[i].slot] = e.Error()
-		}
-		if err != nil && len(res) == 0 {
-			return err
-		}
-	}
-	return nil
-}
-
 // migrateCmd is the MIGRATE of a batch, with a timeout for its size, at most limit (the
-// command timeout, which also bounds the wait for its reply).
+// command timeout, which also bounds the wait for its reply). COPY: the source keeps the keys
+// until a replica of the target has them (see moveBatch).
 func migrateCmd(host, port string, auth []string, b keyBatch, limit time.Duration) []string {
 	timeout := min(migrateBaseTimeout+time.Duration(b.bytes)*time.Second/migrateBytesPerSecond, limit)
-	args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(timeout.Milliseconds(), 10), "REPLACE"}
+	args := []string{"MIGRATE", host, port, "", "0", strconv.FormatInt(timeout.Milliseconds(), 10), "COPY", "REPLACE"}
 	args = append(args, auth...)
 	return append(append(args, "KEYS"), b.keys...)
 }

@@ -156,6 +156,16 @@ func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	return res, nil
 }
 
+// dedicated runs fn on a connection to the server at addr that nobody else uses meanwhile
+// (WATCH holds on its connection).
+func (c *conns) dedicated(addr string, fn func(valkey.DedicatedClient) error) error {
+	cl, err := c.get(addr)
+	if err != nil {
+		return err
+	}
+	return cl.Dedicated(fn)
+}
+
 // str runs a command and returns its reply as a string.
 func (c *conns) str(ctx context.Context, addr string, args ...string) (string, error) {
 	r, err := c.do(ctx, addr, args...)

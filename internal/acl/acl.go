@@ -18,13 +18,17 @@ import (
 // reads data, and only to move it). ACL itself is granted: the operator applies the users.
 // BGSAVE and BGREWRITEAOF: a backup saves one node per shard. EXISTS: before a primary
 // without slots is flushed to become a replica, each of its keys must exist on its slot's
-// owner (key names, no value). No other read command, no
+// owner (key names, no value). WATCH, MULTI, DEL, EXEC: a key-by-key migration copies a
+// batch (MIGRATE COPY) and deletes it on the source once a replica of the target has it,
+// unless a client wrote one of its keys meanwhile; MIGRATE itself deletes what it moves, so
+// DEL grants nothing more. No other read command, no
 // replication command (the replicas authenticate as ReplicationUser) and no channel is
 // granted.
 var OperatorRules = []string{
 	"~*", "resetchannels", "-@all",
 	"+ping", "+info", "+cluster", "+asking", "+readonly", "+select",
 	"+migrate", "+restore-asking", "+memory|usage", "+dbsize", "+exists", "+flushall", "+wait",
+	"+watch", "+unwatch", "+multi", "+exec", "+del",
 	"+config|get", "+config|set", "+client|pause", "+client|unpause", "+client|setname",
 	"+acl", "+auth", "+hello", "+bgsave", "+bgrewriteaof",
 }
@@ -35,7 +39,7 @@ var OperatorRules = []string{
 // commands Valkey 9's atomic slot migration replays as the masteruser. They go once every
 // server of the cluster runs with ReplicationUser, which a roll brings.
 var LegacyOperatorRules = append(append([]string{}, OperatorRules...),
-	"+psync", "+replconf", "+sync", "+@write", "+multi", "+exec")
+	"+psync", "+replconf", "+sync", "+@write")
 
 // ReplicationRules are the permissions of the replication user, the replicas' masteruser,
 // on a server of the given Valkey major version (0 for Redis): the replication handshake

@@ -14,7 +14,9 @@ import (
 
 // fence runs before the server starts. A server that was a primary owning slots and did not
 // stop cleanly (killed, OOM-killed, its node lost) would load data older than what its
-// replicas acknowledged, stay primary, and drag them back to it. So its most up-to-date
+// replicas acknowledged, stay primary, and drag them back to it. A primary importing slots
+// counts as owning them: the keys moved to it were deleted on their source once its replica
+// had them (a key-by-key migration), so they may exist nowhere else. So its most up-to-date
 // in-sync replica takes over first; the server then starts, learns from the cluster that
 // its slots moved to a higher epoch, and rejoins as that replica's replica. While a replica
 // it had may hold newer data but does not answer in sync yet (restarting, loading), it looks
@@ -30,15 +32,15 @@ func (w *Wrapper) fence(ctx context.Context) error {
 		return err
 	}
 	me := clusternodes.Myself(nodes)
-	if me == nil || !me.Primary() || me.SlotCount() == 0 {
+	if me == nil || !me.Primary() || (me.SlotCount() == 0 && len(me.Importing) == 0) {
 		return nil
 	}
-	w.logf("unclean restart of primary %s (%d slots): asking an in-sync replica to take over first", me.ID, me.SlotCount())
+	w.logf("unclean restart of primary %s (%d slots, %d importing): asking an in-sync replica to take over first", me.ID, me.SlotCount(), len(me.Importing))
 	deadline := time.Now().Add(w.ReplicaWait)
 	for {
-		replica, why := w.fenceOnce(ctx, nodes, me.ID)
+		replica, why := w.fenceOnce(ctx, nodes, me)
 		if replica != nil {
-			err := w.promote(ctx, replica)
+			err := w.promote(ctx, replica, me.SlotCount() == 0)
 			replica.close()
 			return err
 		}
@@ -62,7 +64,8 @@ func (w *Wrapper) fence(ctx context.Context) error {
 // the server may start at once (its slots already moved, or it has no replica to wait for);
 // or nil and why it must wait: a replica of it may hold newer data (it is listed) but none
 // answers in sync yet (restarting, loading its data), or no member answers.
-func (w *Wrapper) fenceOnce(ctx context.Context, saved []clusternodes.Node, myID string) (*server, string) {
+func (w *Wrapper) fenceOnce(ctx context.Context, saved []clusternodes.Node, me *clusternodes.Node) (*server, string) {
+	myID := me.ID
 	view := w.liveView(ctx, saved, myID)
 	if view == nil {
 		if !hasReplica(saved, myID) {
@@ -71,7 +74,8 @@ func (w *Wrapper) fenceOnce(ctx context.Context, saved []clusternodes.Node, myID
 		}
 		return nil, "no other member that knows this server is reachable"
 	}
-	if cur := clusternodes.ByID(view, myID); cur == nil || !cur.Primary() || cur.SlotCount() == 0 {
+	// The others do not see importing slots: an importer's slots moved once it is a replica.
+	if cur := clusternodes.ByID(view, myID); cur == nil || !cur.Primary() || (cur.SlotCount() == 0 && me.SlotCount() > 0) {
 		w.logf("the cluster already moved this server's slots: starting it as a replica")
 		return nil, ""
 	}
@@ -194,9 +198,15 @@ func (w *Wrapper) syncedReplica(ctx context.Context, addr string) (*server, int6
 
 // promote makes the replica take over its primary's slots: CLUSTER FAILOVER FORCE (the
 // other primaries vote), then TAKEOVER (no vote: a cluster whose only primary is this
-// one). An error when neither succeeded: the server must not start on older data.
-func (w *Wrapper) promote(ctx context.Context, replica *server) error {
-	for _, mode := range []string{"FORCE", "TAKEOVER"} {
+// one). A replica of a primary that owns no slot yet (it was importing them) is not
+// elected by Valkey: TAKEOVER at once. An error when neither succeeded: the server must
+// not start on older data.
+func (w *Wrapper) promote(ctx context.Context, replica *server, slotless bool) error {
+	modes := []string{"FORCE", "TAKEOVER"}
+	if slotless {
+		modes = modes[1:]
+	}
+	for _, mode := range modes {
 		if _, err := replica.str(ctx, "CLUSTER", "FAILOVER", mode); err != nil {
 			w.logf("CLUSTER FAILOVER %s on %s: %v", mode, replica.addr, err)
 			continue
