@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"time"
 
 	"valkey.io/operator/internal/clusternodes"
@@ -79,8 +80,13 @@ func (w *Wrapper) fenceOnce(ctx context.Context, saved []clusternodes.Node, me *
 		w.logf("the cluster already moved this server's slots: starting it as a replica")
 		return nil, ""
 	}
-	if replica := w.bestReplica(ctx, view, myID); replica != nil {
+	replica, stranded := w.bestReplica(ctx, view, myID)
+	if replica != nil {
 		return replica, ""
+	}
+	if stranded {
+		w.logf("every replica of this server holds nothing of it and is not syncing: none has newer data, so waiting gains nothing; starting on its own data")
+		return nil, ""
 	}
 	if !hasReplica(view, myID) {
 		w.logf("this server has no replica: starting on its own data")
@@ -151,15 +157,24 @@ func (w *Wrapper) liveView(ctx context.Context, saved []clusternodes.Node, myID 
 }
 
 // bestReplica connects to the replica of primaryID with the highest replication offset
-// among those that finished their sync; nil when none is reachable.
-func (w *Wrapper) bestReplica(ctx context.Context, view []clusternodes.Node, primaryID string) *server {
+// among those that finished their sync; nil when none is reachable. stranded is true when
+// there is none because every replica listed answered and is stranded (see stranded).
+func (w *Wrapper) bestReplica(ctx context.Context, view []clusternodes.Node, primaryID string) (_ *server, stranded bool) {
 	var best *server
 	var bestOffset int64
+	listed, strandedCount := 0, 0
 	for _, n := range view {
-		if n.PrimaryID != primaryID || n.Failed() || n.Addr == "" {
+		if n.PrimaryID != primaryID {
+			continue
+		}
+		listed++
+		if n.Failed() || n.Addr == "" {
 			continue
 		}
 		s, offset, err := w.syncedReplica(ctx, n.Addr)
+		if errors.Is(err, errStranded) {
+			strandedCount++
+		}
 		if err != nil {
 			w.logf("replica %s: %v", n.Addr, err)
 			continue
@@ -173,7 +188,20 @@ func (w *Wrapper) bestReplica(ctx context.Context, view []clusternodes.Node, pri
 		}
 		best, bestOffset = s, offset
 	}
-	return best
+	return best, best == nil && listed > 0 && strandedCount == listed
+}
+
+// errStranded is a replica that holds nothing of its primary (emptied, or a full sync that
+// never finished) and is not syncing: it can hold no newer data, and gets data only from
+// this server once it runs. A replica that restarted on data of its own is not stranded,
+// though it cannot sync either: the cluster may elect it (its data is recent), and then
+// this server starts as its replica.
+var errStranded = errors.New("a stranded replica")
+
+// stranded tells whether INFO replication is that of a stranded replica.
+func stranded(info map[string]string) bool {
+	offset, _ := strconv.ParseInt(info["slave_repl_offset"], 10, 64)
+	return info["role"] == "slave" && info["master_sync_in_progress"] == "0" && offset <= 1
 }
 
 // syncedReplica connects to a replica and returns its replication offset; an error when it
@@ -191,6 +219,9 @@ func (w *Wrapper) syncedReplica(ctx context.Context, addr string) (*server, int6
 	offset, err := clusternodes.InSyncReplica(info)
 	if err != nil {
 		s.close()
+		if stranded(info) {
+			err = fmt.Errorf("%w: %w", errStranded, err)
+		}
 		return nil, 0, err
 	}
 	return s, offset, nil

@@ -151,9 +151,10 @@ func underFault(c *v1.ValkeyCluster, name string, fault func()) {
 		readyErr = InterceptGomegaFailure(func() { waitReady(c, 5*time.Minute) })
 	}
 	ready := time.Since(since).Round(time.Second)
+	gap := w.longestGap(since).Round(100 * time.Millisecond)
 	acked, refused := w.stop()
 	lost, unreadable := lostKeys(c, name, acked)
-	line := fmt.Sprintf("acked=%d lost=%d unreadable=%d ready=%v after %s refused=%v", len(acked), lost, unreadable, readyErr == nil, ready, refused)
+	line := fmt.Sprintf("acked=%d lost=%d unreadable=%d longest-gap=%s ready=%v after %s refused=%v", len(acked), lost, unreadable, gap, readyErr == nil, ready, refused)
 	GinkgoWriter.Printf("chaos %s: %s\n", name, line)
 	AddReportEntry("chaos "+name, line)
 	Expect(faultErr).NotTo(HaveOccurred(), "the fault")

@@ -227,6 +227,23 @@ func (w *ackWriter) ackedBefore(t time.Time) []int {
 	return out
 }
 
+// longestGap is the longest time without an acknowledgement since start (from start to the
+// first one after it, between two, and from the last to now): how long writing stood still.
+func (w *ackWriter) longestGap(start time.Time) time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var gap time.Duration
+	last := start
+	for _, at := range append(slices.Clone(w.ackedAt), time.Now()) {
+		if at.Before(start) {
+			continue
+		}
+		gap = max(gap, at.Sub(last))
+		last = at
+	}
+	return gap
+}
+
 // stop ends the writer and returns the acknowledged key numbers and the refusals by kind.
 func (w *ackWriter) stop() ([]int, map[string]int) {
 	w.cancel()

@@ -20,6 +20,8 @@
 #   test/localcluster/cluster.sh signal CONTAINER-ID SIGNAL   signal a container's main process
 #                                         from its node (pid 1 of a container ignores SIGKILL
 #                                         sent from inside it); the ID as in the pod's status
+#   test/localcluster/cluster.sh isolate CONTAINER-ID SECONDS   cut a container's pod off from
+#                                         every other pod for SECONDS, then heal (a partition)
 #   test/localcluster/cluster.sh stop-node N   lose node N (2..NODES) as a machine is lost: its
 #                                         link goes down (its pod IPs vanish), its containers
 #                                         are killed, its kubelet, kube-proxy, containerd and
@@ -808,6 +810,35 @@ signal_container() {
 	die "no running containerd has a task $id"
 }
 
+# isolate_container ID SECONDS: cut a container's pod off from every other pod for SECONDS (a
+# network partition): in the pod's network namespace, iptables drops every packet from or to
+# the pod range (10.88.0.0/16, which holds node 1's bridge address, so this machine's clients
+# are cut off from a pod on node 1 too) on its interface; then the rules go.
+isolate_container() {
+	[ "$(id -u)" = 0 ] || die "must run as root"
+	[ -n "${1:-}" ] && [[ "${2:-}" =~ ^[0-9]+$ ]] || die "usage: $0 isolate CONTAINER-ID SECONDS"
+	local id="${1#containerd://}" n pid=""
+	for n in $(seq 1 "$(node_count)"); do
+		pid_of "$(daemon containerd "$n")" >/dev/null || continue
+		pid="$(ctr_n "$n" tasks ls 2>/dev/null | awk -v id="$id" '$1 == id {print $2}')"
+		[ -n "$pid" ] && break
+	done
+	[ -n "$pid" ] || die "no running containerd has a task $id"
+	local rules=("INPUT -i eth0 -s $POD_NET -j DROP" "OUTPUT -o eth0 -d $POD_NET -j DROP")
+	local r
+	for r in "${rules[@]}"; do
+		# shellcheck disable=SC2086 # a rule is several words
+		nsenter -t "$pid" -n iptables -w -I $r
+	done
+	log "container $id (pid $pid) cut off from $POD_NET for $2 s"
+	sleep "$2"
+	for r in "${rules[@]}"; do
+		# shellcheck disable=SC2086
+		nsenter -t "$pid" -n iptables -w -D $r || log "rule $r already gone (the container restarted?)"
+	done
+	log "container $id healed"
+}
+
 # stop_node K: lose node K as a machine is lost. Its link goes down first (its node and pod
 # addresses vanish at once, nothing is sent on the way down), then its daemons are killed and its
 # containers SIGKILLed. Node 1 holds the control plane's address and cannot be stopped.
@@ -945,7 +976,8 @@ status) status ;;
 restart) restart "${2:-}" ;;
 signal) signal_container "${2:-}" "${3:-}" ;;
 stop-node) stop_node "${2:-}" ;;
+isolate) isolate_container "${2:-}" "${3:-}" ;;
 start-node) start_node "${2:-}" ;;
 memory) memory ;;
-*) die "usage: [NODES=N] $0 up|packages|down|status|memory|import|leftovers|netpol|dns|restart kube-apiserver|signal ID SIGNAL|stop-node N|start-node N" ;;
+*) die "usage: [NODES=N] $0 up|packages|down|status|memory|import|leftovers|netpol|dns|restart kube-apiserver|signal ID SIGNAL|isolate ID SECONDS|stop-node N|start-node N" ;;
 esac

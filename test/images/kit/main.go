@@ -9,6 +9,8 @@
 //	kit kill SIGNAL NAME  send SIGNAL (9, KILL or SIGKILL) to every process whose /proc/PID/comm
 //	                  is NAME, then wait until a killed one is gone (SIGKILL)
 //	kit dial HOST:PORT [SECONDS]  open a TCP connection and close it (timeout 3s)
+//	kit fill FILE     write zeros to FILE until its file system is full, and keep it
+//	kit rm FILE...    remove files
 //	kit cluster-client [-keys N] HOST:PORT  write N keys through a cluster client seeded
 //	                  with HOST:PORT and read them back (see client.go)
 package main
@@ -40,13 +42,15 @@ var commands = map[string]func(args []string) error{
 	"sleep": sleep,
 	"kill":  kill,
 	"dial":  dial,
+	"fill":  fill,
+	"rm":    rm,
 
 	"cluster-client": clusterClient,
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: kit df|cat|ls|id|sleep|kill|dial|cluster-client ARGS")
+		return errors.New("usage: kit df|cat|ls|id|sleep|kill|dial|fill|rm|cluster-client ARGS")
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
