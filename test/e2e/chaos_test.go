@@ -92,6 +92,27 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 		Expect(clusterNodes(cluster)).To(HaveLen(6))
 	})
 
+	It("key by key (--migration-mode=keys, as with Valkey 8): the new primary killed during a scale-out's first batch", func() {
+		underFault(cluster, "keys-scale-out-kill-target", func() {
+			DeferCleanup(setTopologyArg, "--migration-mode=", "auto")
+			setTopologyArg("--migration-mode=", "keys")
+			since := time.Now()
+			shards := getCluster(cluster).Spec.Shards
+			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = shards + 1 })
+			Eventually(func() bool { return clusterEvent(cluster, v1.EventMigrating, since) }).
+				WithTimeout(5*time.Minute).WithPolling(100*time.Millisecond).Should(BeTrue(), "keys start moving")
+			target := nodeByName(cluster, v1.NodeName(cluster.Name, shards, 0))
+			for _, n := range clusterNodes(cluster) {
+				if n.Spec.Shard == shards && n.Status.Topology != nil && n.Status.Topology.Role == v1.RolePrimary {
+					target = n
+				}
+			}
+			GinkgoWriter.Printf("killing %s, the new shard's primary, after the first Migrating event\n", target.Name)
+			killServer(target)
+		})
+		Expect(clusterNodes(cluster)).To(HaveLen(int(getCluster(cluster).Spec.Shards) * 2))
+	})
+
 	It("every controller's pod killed during a resize", func() {
 		uids := podUIDs(cluster)
 		underFault(cluster, "controllers-resize", func() {
