@@ -303,4 +303,4 @@ e2e: local-cluster $(E2E_DEPLOY) ## End-to-end suite against the operator deploy
 .PHONY: e2e-chaos
 e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster, its figures in docs/reports/chaos.md; E2E_DEPLOYED=1 after make e2e.
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) hack/report.sh chaos "Chaos suite: acknowledged writes under faults" '^  chaos [a-z0-9-]+: acked=|^Ran [0-9]+ of|^(PASS|FAIL)' -- \
-	  go test ./test/e2e/ -count=1 -timeout 40m -v -args -ginkgo.v -ginkgo.label-filter=chaos
+	  go test ./test/e2e/ -count=1 -timeout 70m -v -args -ginkgo.v -ginkgo.label-filter=chaos

@@ -34,7 +34,7 @@ const (
 func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) (int, error) {
 	if st.cluster.Spec.Replicas > 0 && len(followersOf(st, dst)) == 0 {
 		// Keys leave the source only once a replica of the target has them (movebatch.go).
-		st.wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there", dst.node.Name), time.Second)
+		st.wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there (a replica starting or syncing; one that stays down says why in its WorkloadReady)", dst.node.Name), time.Second)
 		return 0, nil
 	}
 	slots = r.readySlots(st, slots)
