@@ -19,15 +19,7 @@ import (
 // which holds the batch, takes over (TAKEOVER: Valkey elects no replica of a primary
 // without slots) instead of full-syncing the older, empty data set from it.
 func TestFenceAfterCrashOfAnImporter(t *testing.T) {
-	start := func() *valkeyserver.Server {
-		s, err := valkeyserver.Start(valkeyserver.Options{Cluster: true, Password: testPassword})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Kill() })
-		return s
-	}
-	src, imp, rep := start(), start(), start()
+	src, imp, rep := startServer(t), startServer(t), startServer(t)
 	ctx := context.Background()
 	do(t, src.Addr(), "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
 	for _, s := range []*valkeyserver.Server{imp, rep} {

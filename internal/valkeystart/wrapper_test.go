@@ -30,16 +30,20 @@ type shard struct {
 
 const testPassword = "fence-test"
 
+// startServer starts a cluster-enabled server with the test password, killed at the end.
+func startServer(t *testing.T) *valkeyserver.Server {
+	t.Helper()
+	s, err := valkeyserver.Start(valkeyserver.Options{Cluster: true, Password: testPassword})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Kill() })
+	return s
+}
+
 func startShard(t *testing.T, voters int) *shard {
 	t.Helper()
-	start := func() *valkeyserver.Server {
-		s, err := valkeyserver.Start(valkeyserver.Options{Cluster: true, Password: testPassword})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = s.Kill() })
-		return s
-	}
+	start := func() *valkeyserver.Server { return startServer(t) }
 	sh := &shard{p: start(), r: start()}
 	for range voters {
 		sh.others = append(sh.others, start())
