@@ -108,6 +108,7 @@ func (w *Wrapper) Run(ctx context.Context, argv []string) int {
 	}
 	done := make(chan struct{})
 	go w.relay(ctx, cmd.Process, signals, done)
+	go w.watchAOF(ctx, done)
 	err := cmd.Wait()
 	close(done)
 	return w.exited(err)
