@@ -107,7 +107,7 @@ func fillFileSystem(t *testing.T, path string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	buf := make([]byte, 4096)
 	for {
 		if _, err := f.Write(buf); err != nil {

@@ -48,7 +48,7 @@ func fill(args []string) error {
 // rm removes files.
 func rm(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: kit rm FILE...")
+		return errors.New("usage: kit rm FILE [FILE]")
 	}
 	for _, f := range args {
 		if err := os.Remove(f); err != nil {
