@@ -1,15 +1,53 @@
 package valkeystart
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"strconv"
+	"strings"
+	"sync/atomic"
 	"time"
 
 	"valkey.io/operator/internal/clusternodes"
 )
 
-// AOFWatchPeriod is how often the wrapper looks at its server's AOF while it runs.
-const AOFWatchPeriod = time.Second
+// AOFWatchPeriod is how often the wrapper looks at its server's AOF while it runs (a local
+// INFO persistence: microseconds of the server's time).
+const AOFWatchPeriod = 250 * time.Millisecond
+
+// aofErrorLines are what the server logs on an AOF write or sync error, or once one is over:
+// an error shorter than AOFWatchPeriod is seen in the log.
+var aofErrorLines = []string{"AOF write error looks solved", "writing to the AOF file", "fsync the AOF", "fsync error"}
+
+// aofLog passes the server's output on and raises damaged when a line tells of an AOF
+// write or sync error.
+type aofLog struct {
+	out     io.Writer
+	damaged *atomic.Bool
+	partial []byte
+}
+
+func (l *aofLog) Write(p []byte) (int, error) {
+	l.partial = append(l.partial, p...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			break
+		}
+		line := string(l.partial[:i])
+		l.partial = l.partial[i+1:]
+		for _, s := range aofErrorLines {
+			if strings.Contains(line, s) {
+				l.damaged.Store(true)
+			}
+		}
+	}
+	if len(l.partial) > 4096 {
+		l.partial = l.partial[:0] // a line that long tells nothing of the AOF
+	}
+	return l.out.Write(p)
+}
 
 // watchAOF runs while the server does. When the server reports that its AOF failed to be
 // written or synced (aof_last_write_status:err: a full disk, an I/O error), the file may hold
@@ -49,6 +87,10 @@ func (w *Wrapper) watchAOF(ctx context.Context, done <-chan struct{}) {
 			s.close()
 			s = nil
 			continue
+		}
+		if w.aofDamaged.Swap(false) && !damaged {
+			w.logf("the server logged an AOF write or sync error: the AOF will be rewritten from memory once it can write again")
+			damaged = true
 		}
 		damaged, rewrites = w.lookAtAOF(ctx, s, clusternodes.ParseInfo(out), damaged, rewrites)
 	}

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -129,4 +130,26 @@ func missingValues(t *testing.T, addr string, keys []string) int {
 		}
 	}
 	return n
+}
+
+// The server's output is passed on whole, and a line telling of an AOF error, even split
+// across writes, raises the flag the watcher reads.
+func TestAOFLogSeesAnErrorInTheServersOutput(t *testing.T) {
+	var out strings.Builder
+	var damaged atomic.Bool
+	l := &aofLog{out: &out, damaged: &damaged}
+	for _, chunk := range []string{"14:M 01 Dec * Ready to accept connections\n", "14:M 01 Dec # Error writing to the AOF ", "file: No space left on device\n"} {
+		if _, err := l.Write([]byte(chunk)); err != nil {
+			t.Fatal(err)
+		}
+		if strings.HasPrefix(chunk, "14:M 01 Dec * Ready") && damaged.Load() {
+			t.Fatal("a line of no AOF error raised the flag")
+		}
+	}
+	if !damaged.Load() {
+		t.Fatal("an AOF write error split across two writes was not seen")
+	}
+	if !strings.Contains(out.String(), "Ready to accept connections") || !strings.HasSuffix(out.String(), "No space left on device\n") {
+		t.Fatalf("the output was not passed on whole: %q", out.String())
+	}
 }

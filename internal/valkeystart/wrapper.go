@@ -16,6 +16,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -71,6 +72,9 @@ type Wrapper struct {
 	RestoreID string
 	// RestoreIdentity is IdentityKeep or IdentityFresh (with RestoreID).
 	RestoreIdentity string
+
+	// aofDamaged is raised by the server's output when it logs an AOF error (see watchAOF).
+	aofDamaged atomic.Bool
 }
 
 // Run fences, starts the server (argv), relays signals to it with a hand-over before
@@ -94,7 +98,9 @@ func (w *Wrapper) Run(ctx context.Context, argv []string) int {
 		return 1
 	}
 	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // argv is the container's own command line
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin = os.Stdin
+	cmd.Stdout = &aofLog{out: os.Stdout, damaged: &w.aofDamaged}
+	cmd.Stderr = &aofLog{out: os.Stderr, damaged: &w.aofDamaged}
 	signals := w.Signals
 	if signals == nil {
 		own := make(chan os.Signal, 4)
