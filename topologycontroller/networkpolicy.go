@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/netpolicy"
 )
 
 // busPortOffset is the distance of Valkey's cluster bus port from its client port.
@@ -68,12 +69,7 @@ func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error 
 // topologyPods are the topology controller's pods: the labels its Deployment gives them, in
 // the operator's namespace.
 func topologyPods(operatorNamespace string) networkingv1.NetworkPolicyPeer {
-	return networkingv1.NetworkPolicyPeer{
-		NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{corev1.LabelMetadataName: operatorNamespace}},
-		PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{
-			"app.kubernetes.io/name": "valkey-operator", "app.kubernetes.io/component": "topology-controller",
-		}},
-	}
+	return netpolicy.OperatorPods(operatorNamespace, netpolicy.TopologyController)
 }
 
 // policyNotKept records why the cluster's NetworkPolicy is not as wanted, with a Warning
@@ -88,9 +84,10 @@ func (r *Reconciler) policyNotKept(st *clusterState, why string) {
 // desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own pods
 // only (no controller speaks the bus); on the client port, those, the topology controller's
 // pods in the operator's namespace, and spec.network.clientFrom, or anyone when clientFrom is
-// empty (the same on tls.plaintextPort). Egress is not restricted. Without an operator
-// namespace (a controller run outside a pod) only the cluster's own pods and clientFrom are
-// admitted.
+// empty (the same on tls.plaintextPort); on valkey-start's metrics port, the volume
+// controller's pods in the operator's namespace. Egress is not restricted. Without an
+// operator namespace (a controller run outside a pod) only the cluster's own pods and
+// clientFrom are admitted.
 func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNamespace string) *networkingv1.NetworkPolicy {
 	pods := &metav1.LabelSelector{MatchLabels: map[string]string{
 		valkeyv1.LabelCluster:   vc.Name,
@@ -113,6 +110,10 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 		// tls.plaintextPort serves the same clients, without TLS.
 		clients.Ports = append(clients.Ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(*t.PlaintextPort))})
 	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, members), clients}
+	if m := netpolicy.MetricsIngress(operatorNamespace); m != nil {
+		ingress = append(ingress, *m)
+	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: metav1.ObjectMeta{
@@ -122,7 +123,7 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: *pods,
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, members), clients},
+			Ingress:     ingress,
 		},
 	}
 }

@@ -44,6 +44,11 @@ type Reconciler struct {
 	// the VolumeSnapshot API is not served, and every snapshot or restore request is then
 	// refused with a message saying so.
 	Snapshots client.Reader
+
+	// usage holds every node's measured usage (the usage poller writes it).
+	usage *usageStore
+	// grower remembers what autoGrow told each node once.
+	grower autoGrower
 }
 
 // Reconcile runs get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
@@ -68,11 +73,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		snap, serr := r.reconcileSnapshot(ctx, node)
 		rep.Snapshot = snap
+		r.reportUsage(node, &rep)
 		return requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	}
 	rep, err := r.reconcileNormal(ctx, node)
 	snap, serr := r.reconcileSnapshot(ctx, node)
 	rep.Snapshot = snap
+	r.reportUsage(node, &rep)
 	res, err := requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	if err == nil && res.RequeueAfter == 0 {
 		res.RequeueAfter = rep.RetryAfter
@@ -113,6 +120,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 		return r.reclass(ctx, node, claim, class)
 	}
 	blocked, err := r.reconcileSize(ctx, node, claim, class)
+	if blocked == nil && err == nil {
+		fig := usageOf(node, r.usage.get(client.ObjectKeyFromObject(node))).Figure
+		err = r.autoGrow(ctx, node, claim, class, fig)
+	}
 	rep := claimReport(node, claim, class, blocked)
 	if blocked != nil && blocked.Reason == valkeyv1.ReasonResizeFailed {
 		rep.RetryAfter = RetryRefusedExpansion
@@ -256,7 +267,7 @@ func setLabels(claim *corev1.PersistentVolumeClaim, labels map[string]string) {
 // (a quota, for instance). It never shrinks a claim, and a refused or failing resize is
 // only reported.
 func (r *Reconciler) reconcileSize(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) (*sized, error) {
-	desired := node.Spec.Persistence.Size
+	desired, _ := desiredSize(node, claim)
 	if !needsExpansion(desired, claim) {
 		return nil, nil
 	}
@@ -298,6 +309,12 @@ func (r *Reconciler) recordSizeTransition(node *valkeyv1.ValkeyNode, claim *core
 	case now.Reason == valkeyv1.ReasonResizeFailed:
 		resizesFailed.Inc()
 		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventResizeFailed, "ExpandClaim", "%s", now.Message)
+	case now.Reason == valkeyv1.ReasonAutoGrown && cur.Reason != valkeyv1.ReasonAutoGrown:
+		resizesFinished.Inc()
+		capacity := claim.Status.Capacity[corev1.ResourceStorage]
+		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventAutoGrown, "AutoGrow",
+			"claim %s now has %s, its file system grown online (persistence.autoGrow; persistence.size %s stays the floor)",
+			claim.Name, capacity.String(), node.Spec.Persistence.Size.String())
 	case (now.Reason == valkeyv1.ReasonSized || now.Reason == valkeyv1.ReasonLargerThanRequested) &&
 		(cur.Reason == valkeyv1.ReasonResizing || cur.Reason == valkeyv1.ReasonFileSystemResizePending || cur.Reason == valkeyv1.ReasonResizeFailed):
 		resizesFinished.Inc()

@@ -10,6 +10,7 @@ package volumecontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,9 +26,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
@@ -41,6 +44,10 @@ type Options struct {
 	IgnoreStorageClasses bool `mapstructure:"ignore-storage-classes"`
 	// MaxConcurrentReconciles is the number of ValkeyNodes reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
+	// UsageInterval is how often each node's /data usage is read from its pod.
+	UsageInterval time.Duration `mapstructure:"usage-interval"`
+	// ValkeyMetricsPort is the port of valkey-start's /metrics on the nodes' pods.
+	ValkeyMetricsPort int `mapstructure:"valkey-metrics-port"`
 	// WatchNamespace is the only namespace whose VolumeSnapshots are cached (all when
 	// empty): the manager's watch namespace, which the binary copies here.
 	WatchNamespace string `mapstructure:"-"`
@@ -48,7 +55,7 @@ type Options struct {
 
 // DefaultOptions are the settings used for zero values.
 func DefaultOptions() Options {
-	return Options{MaxConcurrentReconciles: 8}
+	return Options{MaxConcurrentReconciles: 8, UsageInterval: 10 * time.Second, ValkeyMetricsPort: valkeyconf.MetricsPort}
 }
 
 // Validate checks the settings.
@@ -56,12 +63,24 @@ func (o Options) Validate() error {
 	if o.MaxConcurrentReconciles < 0 {
 		return fmt.Errorf("max-concurrent-reconciles must not be negative, not %d", o.MaxConcurrentReconciles)
 	}
+	if o.UsageInterval < 0 || (o.UsageInterval > 0 && o.UsageInterval < time.Second) {
+		return fmt.Errorf("usage-interval must be at least 1s, not %s", o.UsageInterval)
+	}
+	if o.ValkeyMetricsPort < 0 || o.ValkeyMetricsPort > 65535 {
+		return fmt.Errorf("valkey-metrics-port must be a port number, not %d", o.ValkeyMetricsPort)
+	}
 	return nil
 }
 
 func (o Options) withDefaults() Options {
 	if o.MaxConcurrentReconciles == 0 {
 		o.MaxConcurrentReconciles = DefaultOptions().MaxConcurrentReconciles
+	}
+	if o.UsageInterval == 0 {
+		o.UsageInterval = DefaultOptions().UsageInterval
+	}
+	if o.ValkeyMetricsPort == 0 {
+		o.ValkeyMetricsPort = DefaultOptions().ValkeyMetricsPort
 	}
 	return o
 }
@@ -92,8 +111,13 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(valkeyv1.FieldManagerVolume),
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerVolume),
+		usage:     newUsageStore(),
 	}
-	registerMetrics(mgr.GetCache())
+	registerMetrics(mgr.GetCache(), r.usage)
+	poller := newUsagePoller(mgr.GetCache(), r.usage, opts.UsageInterval, opts.ValkeyMetricsPort)
+	if err := mgr.Add(poller); err != nil {
+		return fmt.Errorf("add the usage poller: %w", err)
+	}
 
 	nodeChanged := predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
@@ -106,7 +130,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Named("volume").
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		For(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged)).
-		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode))
+		Watches(&corev1.PersistentVolumeClaim{}, handler.EnqueueRequestsFromMapFunc(claimToNode)).
+		WatchesRawSource(source.Channel(poller.wake, &handler.EnqueueRequestForObject{}))
 	if !opts.IgnoreStorageClasses {
 		b = b.Watches(&storagev1.StorageClass{}, handler.EnqueueRequestsFromMapFunc(r.classToNodes),
 			builder.WithPredicates(classChanged()))

@@ -8,15 +8,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+
 	"valkey.io/operator/internal/status"
 )
 
 // report is everything the volume controller owns on a ValkeyNode's status.
 type report struct {
-	Ready  metav1.Condition
-	Sized  metav1.Condition
-	Volume *valkeyv1.VolumeStatus
+	Ready metav1.Condition
+	Sized metav1.Condition
+	// Healthy is VolumeHealthy (see reportUsage).
+	Healthy metav1.Condition
+	Volume  *valkeyv1.VolumeStatus
 	// Snapshot is reported while the node's point is saved for a backup.
 	Snapshot *snapshotReport
 	// RetryAfter, when set, is how soon the node is looked at again with nothing changed:
@@ -80,7 +84,11 @@ func claimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim,
 		rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, false, reason, msg)
 		return rep
 	}
-	v := sizeVerdict(node.Spec.Persistence.Size, claim, blocked)
+	desired, grown := desiredSize(node, claim)
+	v := sizeVerdict(desired, claim, blocked)
+	if grown && v.Reason == valkeyv1.ReasonSized {
+		v.Reason, v.Message = valkeyv1.ReasonAutoGrown, fmt.Sprintf("%s: grown by persistence.autoGrow past persistence.size %s", v.Message, node.Spec.Persistence.Size.String())
+	}
 	rep.Sized = status.Condition(valkeyv1.ConditionVolumeSized, v.OK, v.Reason, v.Message)
 	return rep
 }
@@ -102,12 +110,36 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 		vs.Capacity = capacity.String()
 	}
 	vs.Phase = string(claim.Status.Phase)
+	vs.AutoGrownTo = grownTo(node, claim)
 	return vs
+}
+
+// reportUsage adds VolumeHealthy and status.volume.usage to the report, with an event when
+// VolumeHealthy turns False or back to True.
+func (r *Reconciler) reportUsage(node *valkeyv1.ValkeyNode, rep *report) {
+	if node.Spec.Persistence == nil {
+		rep.Healthy = ephemeralHealth()
+		return
+	}
+	u := usageOf(node, r.usage.get(client.ObjectKeyFromObject(node)))
+	rep.Healthy = u.Healthy
+	if rep.Volume != nil && u.Usage != nil {
+		v := *rep.Volume
+		v.Usage = u.Usage
+		rep.Volume = &v
+	}
+	cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeHealthy)
+	switch {
+	case u.Healthy.Status == metav1.ConditionFalse && (cur == nil || cur.Status != metav1.ConditionFalse || cur.Reason != u.Healthy.Reason):
+		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, valkeyv1.EventVolumeUnhealthy, "MeasureVolume", "%s", u.Healthy.Message)
+	case u.Healthy.Status == metav1.ConditionTrue && cur != nil && cur.Status == metav1.ConditionFalse:
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventVolumeHealthy, "MeasureVolume", "%s", u.Healthy.Message)
+	}
 }
 
 // applyStatus writes the report as the volume controller's status of the node.
 func (r *Reconciler) applyStatus(ctx context.Context, node *valkeyv1.ValkeyNode, rep report) error {
-	share := status.VolumeShare{Conditions: []metav1.Condition{rep.Ready, rep.Sized}, Volume: rep.Volume}
+	share := status.VolumeShare{Conditions: []metav1.Condition{rep.Ready, rep.Sized, rep.Healthy}, Volume: rep.Volume}
 	if rep.Snapshot != nil {
 		share.Conditions = append(share.Conditions, rep.Snapshot.Cond)
 		if share.Volume == nil {

@@ -56,7 +56,8 @@ var _ = BeforeSuite(func() {
 	mgr, err := env.NewManager(volumecontroller.CacheOptions())
 	Expect(err).NotTo(HaveOccurred())
 	env.Config.WrapTransport = nil
-	Expect(volumecontroller.SetupWithManager(mgr, volumecontroller.Options{})).To(Succeed())
+	metricsPort = freePort()
+	Expect(volumecontroller.SetupWithManager(mgr, volumecontroller.Options{UsageInterval: time.Second, ValkeyMetricsPort: metricsPort})).To(Succeed())
 	k8s, err = snapshotClient(env)
 	Expect(err).NotTo(HaveOccurred())
 

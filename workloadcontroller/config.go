@@ -24,6 +24,8 @@ const (
 	ClientPort = valkeyconf.ClientPort
 	// BusPort is the cluster bus port.
 	BusPort = valkeyconf.BusPort
+	// MetricsPort is valkey-start's /metrics (see internal/volumeusage).
+	MetricsPort = valkeyconf.MetricsPort
 )
 
 // ConfigError names the spec.config key (or persistence field) that was refused.

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/netpolicy"
 	"valkey.io/operator/internal/owned"
 	"valkey.io/operator/internal/status"
 )
@@ -41,7 +42,7 @@ func (r *Reconciler) standalonePolicy(ctx context.Context, node *valkeyv1.Valkey
 		}
 		return "", nil
 	}
-	want := desiredNodePolicy(node)
+	want := desiredNodePolicy(node, r.Options.OperatorNamespace)
 	if ours && equality.Semantic.DeepEqual(cur.Spec, want.Spec) {
 		return "", nil
 	}
@@ -67,8 +68,9 @@ func (r *Reconciler) standalonePolicy(ctx context.Context, node *valkeyv1.Valkey
 
 // desiredNodePolicy admits to the node's pod its client port (and tls.plaintextPort) from
 // spec.network.clientFrom, or from anyone when it is empty, and nothing on any other port
-// (a node outside any cluster has no bus peers). Egress is not restricted.
-func desiredNodePolicy(node *valkeyv1.ValkeyNode) *networkingv1.NetworkPolicy {
+// but valkey-start's metrics port to the volume controller of operatorNamespace (a node
+// outside any cluster has no bus peers). Egress is not restricted.
+func desiredNodePolicy(node *valkeyv1.ValkeyNode, operatorNamespace string) *networkingv1.NetworkPolicy {
 	ports := []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(ClientPort))}}
 	if t := node.Spec.TLS; t != nil && t.PlaintextPort != nil {
 		ports = append(ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(*t.PlaintextPort))})
@@ -78,6 +80,10 @@ func desiredNodePolicy(node *valkeyv1.ValkeyNode) *networkingv1.NetworkPolicy {
 		for _, p := range node.Spec.Network.ClientFrom {
 			from = append(from, *p.DeepCopy())
 		}
+	}
+	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: ports, From: from}}
+	if m := netpolicy.MetricsIngress(operatorNamespace); m != nil {
+		ingress = append(ingress, *m)
 	}
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
@@ -91,7 +97,7 @@ func desiredNodePolicy(node *valkeyv1.ValkeyNode) *networkingv1.NetworkPolicy {
 		Spec: networkingv1.NetworkPolicySpec{
 			PodSelector: metav1.LabelSelector{MatchLabels: selectorLabels(node)},
 			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
-			Ingress:     []networkingv1.NetworkPolicyIngressRule{{Ports: ports, From: from}},
+			Ingress:     ingress,
 		},
 	}
 }

@@ -143,6 +143,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 				Ports: []corev1.ContainerPort{
 					{Name: "client", ContainerPort: ClientPort, Protocol: corev1.ProtocolTCP},
 					{Name: "bus", ContainerPort: BusPort, Protocol: corev1.ProtocolTCP},
+					{Name: "metrics", ContainerPort: MetricsPort, Protocol: corev1.ProtocolTCP},
 				},
 				Resources: node.Spec.Resources,
 				VolumeMounts: []corev1.VolumeMount{
@@ -199,9 +200,11 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 // primary before the server starts and hands a primary's slots to a replica before the
 // server stops. --durable when the data set is on the claim (RDB or AOF): a clean stop then
 // leaves it whole. --restore-id and --restore-identity on a node restored from a backup
-// (restoreArgs). The container's args follow: they are the server's.
+// (restoreArgs). It serves /metrics on MetricsPort (the volume's usage, which the volume
+// controller reads). The container's args follow: they are the server's.
 func startCommand(node *valkeyv1.ValkeyNode) []string {
-	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort)}
+	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort),
+		"--metrics-addr", fmt.Sprintf(":%d", MetricsPort)}
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
 	}

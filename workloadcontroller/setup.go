@@ -59,6 +59,9 @@ type Options struct {
 	// ClusterDomain is the Kubernetes cluster's DNS domain: a pod's DNS name is
 	// valkey-<node>-0.valkey-<cluster>-nodes.<namespace>.svc.<ClusterDomain>.
 	ClusterDomain string `mapstructure:"cluster-domain"`
+	// OperatorNamespace is the namespace the operator runs in: the NetworkPolicy of a node
+	// outside any cluster admits its volume controller to valkey-start's metrics port.
+	OperatorNamespace string `mapstructure:"operator-namespace"`
 }
 
 // DefaultOptions are the settings used for zero values.

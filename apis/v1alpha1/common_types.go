@@ -68,6 +68,7 @@ type AppendFsync string
 
 // PersistenceSpec enables persistent storage for Valkey data (RDB, AOF and nodes.conf).
 // Its presence enables persistence; it cannot be removed once set.
+// +kubebuilder:validation:XValidation:rule="!has(self.autoGrow) || quantity(string(self.autoGrow.maxSize)).compareTo(quantity(string(self.size))) >= 0",message="persistence.autoGrow.maxSize must be at least persistence.size"
 type PersistenceSpec struct {
 	// Size of each node's volume. It may grow (the claim is expanded online when its
 	// StorageClass allows it) but never shrink.
@@ -98,7 +99,53 @@ type PersistenceSpec struct {
 	// AOF (append-only file) settings. Off by default.
 	// +optional
 	AOF *AOFSpec `json:"aof,omitempty"`
+
+	// AutoGrow lets the volume controller grow a node's claim online when the volume's
+	// usage, measured in the pod, passes a threshold: by an increment, never past maxSize.
+	// size stays the floor every claim has; a claim grown past it keeps its size. Off when
+	// omitted. See docs/contract.md, "Automatic growth".
+	// +optional
+	AutoGrow *AutoGrowSpec `json:"autoGrow,omitempty"`
 }
+
+// AutoGrowSpec is when and how far a node's claim grows on its own.
+type AutoGrowSpec struct {
+	// ThresholdPercent of the volume in use (bytes used of the file system's size, as
+	// measured in the pod) above which the claim grows. A save (BGSAVE, an AOF rewrite)
+	// writes the data set again beside the one on disk, so at most 50 keeps room for one
+	// at any time; see docs/volumes.md for choosing it from maxmemory.
+	// +optional
+	// +kubebuilder:default=50
+	// +kubebuilder:validation:Minimum=10
+	// +kubebuilder:validation:Maximum=90
+	ThresholdPercent int32 `json:"thresholdPercent,omitempty"`
+
+	// Increment of one growth: a percentage of the claim's current size ("50%", the
+	// default) or a quantity ("2Gi").
+	// +optional
+	// +kubebuilder:default="50%"
+	// +kubebuilder:validation:MaxLength=32
+	// +kubebuilder:validation:XValidation:rule="self.matches('^[1-9][0-9]{0,2}%$') || (!self.endsWith('%') && isQuantity(self) && quantity(self).isGreaterThan(quantity('0')))",message="persistence.autoGrow.increment must be a percentage from 1% to 999% or a positive quantity such as 2Gi"
+	Increment string `json:"increment,omitempty"`
+
+	// MaxSize no claim grows past (at least persistence.size).
+	// +required
+	MaxSize resource.Quantity `json:"maxSize"`
+}
+
+// Threshold is the usage percentage above which a claim grows (the default when unset).
+func (a *AutoGrowSpec) Threshold() int32 {
+	if a == nil || a.ThresholdPercent == 0 {
+		return DefaultAutoGrowThreshold
+	}
+	return a.ThresholdPercent
+}
+
+// DefaultAutoGrowThreshold and DefaultAutoGrowIncrement are the defaults of AutoGrowSpec.
+const (
+	DefaultAutoGrowThreshold = 50
+	DefaultAutoGrowIncrement = "50%"
+)
 
 // RDBSpec configures RDB snapshots.
 type RDBSpec struct {

@@ -10,13 +10,13 @@ const (
 // The condition types each writer owns: every status apply of that writer carries exactly
 // these (see internal/status).
 var (
-	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized}
+	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized, ConditionVolumeHealthy}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
 	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
-	// the spec is set (spec.tls, spec.users).
-	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied}
+	// the spec is set (spec.tls, spec.users, spec.persistence).
+	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom}
 )
 
 // Finalizers.
@@ -54,6 +54,21 @@ const (
 	// API is not installed); the message says which and what the claim waits for. No claim
 	// is created until the snapshot is ready, so the node's pod does not start.
 	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
+
+	// ConditionVolumeHealthy says whether the node's volume can take its server's writes:
+	// True (Healthy; Ephemeral without persistence), False while the server fails to
+	// persist (PersistenceFailing: the last BGSAVE or AOF write failed, writes are refused
+	// with MISCONF) or the volume is VolumeFullPercent or more full (VolumeFull), Unknown
+	// while no figure could be taken (NotMeasured: no pod, or it does not answer).
+	ConditionVolumeHealthy = "VolumeHealthy"
+
+	ReasonVolumeHealthy      = "Healthy"
+	ReasonVolumeFull         = "VolumeFull"
+	ReasonPersistenceFailing = "PersistenceFailing"
+	ReasonNotMeasured        = "NotMeasured"
+	// ReasonAutoGrown (VolumeSized=True): persistence.autoGrow grew the claim past
+	// persistence.size and its capacity has reached what was asked.
+	ReasonAutoGrown = "AutoGrown"
 
 	ReasonSized                   = "Sized"
 	ReasonLargerThanRequested     = "LargerThanRequested"
@@ -176,6 +191,18 @@ const (
 	// Kubernetes node is NotReady (WorkloadReady reason NodeNotReady); the message names them.
 	// Ready stays True "on the survivors" when every slot is still served.
 	ReasonNodesLost        = "NodesLost"
+	// ReasonVolumeUnhealthy (Degraded=True): some nodes report VolumeHealthy=False (a full
+	// volume, or a server that cannot persist and refuses writes); the message names them,
+	// their usage and what to do. Every slot may still be served.
+	ReasonVolumeUnhealthy = "VolumeUnhealthy"
+	// ConditionVolumeHeadroom (with persistence) says whether a node's volume can hold the
+	// data set its memory bound allows twice over (one on disk, one being saved): True
+	// (Sufficient, or NoMemoryBound when neither maxmemory nor a memory limit bounds it),
+	// False (InsufficientHeadroom) naming both figures and what to raise.
+	ConditionVolumeHeadroom    = "VolumeHeadroom"
+	ReasonSufficientHeadroom   = "Sufficient"
+	ReasonNoMemoryBound        = "NoMemoryBound"
+	ReasonInsufficientHeadroom = "InsufficientHeadroom"
 	ReasonAllSlotsAssigned = "AllSlotsAssigned"
 	ReasonSlotsUnassigned  = "SlotsUnassigned"
 	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
@@ -301,6 +328,10 @@ const (
 	// ReasonSnapshotTimeout (Failed): a shard's VolumeSnapshot was not cut within
 	// --backup-cut-timeout of the last saved point; the message names it.
 	ReasonSnapshotTimeout = "SnapshotTimeout"
+	// ReasonBackupVolumeUnhealthy (Failed): the node a shard is to be saved on reports
+	// VolumeHealthy=False (its volume is full, or its server cannot persist), so its BGSAVE
+	// cannot succeed; the message names the node and its VolumeHealthy reason and message.
+	ReasonBackupVolumeUnhealthy = "VolumeUnhealthy"
 
 	// ConditionRestored (ValkeyCluster with spec.restoreFrom, writer: topology controller):
 	// True once every shard's restored node serves its slots.

@@ -13,6 +13,18 @@ const (
 	EventResizeFinished        = "ResizeFinished"
 	EventResizeFailed          = "ResizeFailed"
 	EventExpansionNotSupported = "ExpansionNotSupported"
+	// EventAutoGrowing (Normal): the volume's usage passed persistence.autoGrow's threshold;
+	// the claim is being grown by the increment.
+	EventAutoGrowing = "AutoGrowing"
+	// EventAutoGrown (Normal): the file system the pod sees has the grown size.
+	EventAutoGrown = "AutoGrown"
+	// EventAutoGrowLimitReached (Warning): the usage passed the threshold and the claim is
+	// at persistence.autoGrow.maxSize already.
+	EventAutoGrowLimitReached = "AutoGrowLimitReached"
+	// EventVolumeUnhealthy (Warning): VolumeHealthy became False (full, or persistence
+	// failing); EventVolumeHealthy (Normal): it is True again.
+	EventVolumeUnhealthy = "VolumeUnhealthy"
+	EventVolumeHealthy   = "VolumeHealthy"
 	// EventClaimReplaced (Normal): persistence.storageClassName changed while the node's
 	// claim was never bound; the empty claim was deleted to be created with the new class.
 	EventClaimReplaced = "ClaimReplaced"

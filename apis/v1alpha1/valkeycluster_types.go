@@ -83,6 +83,14 @@ type ValkeyClusterStatus struct {
 	// SlotsAssigned is the number of hash slots owned by some primary (16384 when complete).
 	// +optional
 	SlotsAssigned int32 `json:"slotsAssigned,omitempty"`
+	// LargestVolume is the largest capacity of the nodes' claims (status.volume.capacity):
+	// more than spec.persistence.size once persistence.autoGrow has grown one.
+	// +optional
+	LargestVolume string `json:"largestVolume,omitempty"`
+	// GrownVolumes is the number of nodes whose claim persistence.autoGrow grew past
+	// spec.persistence.size.
+	// +optional
+	GrownVolumes int32 `json:"grownVolumes,omitempty"`
 }
 
 // ValkeyCluster is a sharded Valkey cluster.
@@ -103,6 +111,7 @@ type ValkeyClusterStatus struct {
 // +kubebuilder:printcolumn:name="Ready Shards",type=integer,JSONPath=`.status.readyShards`
 // +kubebuilder:printcolumn:name="Slots",type=integer,JSONPath=`.status.slotsAssigned`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.persistence.size`
+// +kubebuilder:printcolumn:name="Largest",type=string,JSONPath=`.status.largestVolume`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyCluster struct {

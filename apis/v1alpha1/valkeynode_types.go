@@ -91,6 +91,33 @@ type VolumeStatus struct {
 	// while that is set.
 	// +optional
 	Snapshot *SnapshotStatus `json:"snapshot,omitempty"`
+	// AutoGrownTo is the size persistence.autoGrow last grew the claim to, while the claim
+	// requests more than persistence.size because of it.
+	// +optional
+	AutoGrownTo string `json:"autoGrownTo,omitempty"`
+	// Usage of /data as measured in the pod. Written again only when the figure changes
+	// meaningfully (see docs/contract.md, "Volume usage"): measuredAt is when this figure
+	// was taken, and the metrics carry the latest one.
+	// +optional
+	Usage *VolumeUsage `json:"usage,omitempty"`
+}
+
+// VolumeUsage is the file system of a node's /data as its pod sees it.
+type VolumeUsage struct {
+	// UsedBytes in use on the file system.
+	UsedBytes int64 `json:"usedBytes"`
+	// CapacityBytes of the file system (what the claim's capacity gives after the file
+	// system's own overhead).
+	CapacityBytes int64 `json:"capacityBytes"`
+	// Percent of the capacity in use, rounded down.
+	Percent int32 `json:"percent"`
+	// Persistence is the server's own report: ok, or what fails (rdb: the last BGSAVE
+	// failed; aof: the last AOF write failed); the server refuses writes with MISCONF
+	// while it fails.
+	// +optional
+	Persistence string `json:"persistence,omitempty"`
+	// MeasuredAt is when this figure was taken.
+	MeasuredAt metav1.Time `json:"measuredAt"`
 }
 
 // WorkloadStatus is the workload controller's view of the node's pod.
@@ -158,6 +185,7 @@ type TopologyStatus struct {
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.topology.role`
 // +kubebuilder:printcolumn:name="Volume",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeReady")].reason`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.volume.capacity`
+// +kubebuilder:printcolumn:name="Used",type=integer,JSONPath=`.status.volume.usage.percent`
 // +kubebuilder:printcolumn:name="Workload",type=string,JSONPath=`.status.conditions[?(@.type=="WorkloadReady")].reason`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyNode struct {

@@ -67,6 +67,7 @@ func runServer(args []string) int {
 	fs.DurationVar(&w.ReplicaWait, "replica-wait", 2*time.Minute, "how long a crashed primary waits for a replica of it that may hold newer data to answer in sync before it starts on its own data")
 	fs.StringVar(&w.RestoreID, "restore-id", "", "the backup the data directory was restored from: prepared once (see --restore-identity) before the server starts")
 	fs.StringVar(&w.RestoreIdentity, "restore-identity", valkeystart.IdentityFresh, "with --restore-id: keep (nodes.conf cut to this node) or fresh (nodes.conf removed)")
+	fs.StringVar(&w.MetricsAddr, "metrics-addr", "", "serve /metrics here (for example :9121): the data directory's usage and the server's persistence state; off when empty")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {

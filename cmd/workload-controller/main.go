@@ -4,6 +4,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"github.com/spf13/pflag"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,6 +27,7 @@ func main() {
 	fs.Int("max-concurrent-reconciles", def.MaxConcurrentReconciles, "ValkeyNodes reconciled at once")
 	fs.String("cluster-domain", def.ClusterDomain, "the Kubernetes cluster's DNS domain, in the pods' DNS names "+
 		"(valkey-<node>-0.valkey-<cluster>-nodes.<namespace>.svc.<domain>)")
+	fs.String("operator-namespace", os.Getenv("POD_NAMESPACE"), "namespace whose volume controller the NetworkPolicy of a node outside any cluster admits to valkey-start's metrics port (this controller's: $POD_NAMESPACE by default)")
 	var s options.Settings[workloadcontroller.Options]
 	options.Main(workloadcontroller.Name, fs, &s, func() error {
 		return options.Start(workloadcontroller.Name, s.Manager, workloadcontroller.CacheOptions(), func(mgr ctrl.Manager) error {

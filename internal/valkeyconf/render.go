@@ -18,6 +18,9 @@ import (
 const (
 	ClientPort = 6379
 	BusPort    = 16379
+	// MetricsPort is where valkey-start serves /metrics (the volume's usage and the
+	// server's persistence state); the server itself does not listen there.
+	MetricsPort = 9121
 )
 
 // DefaultSavePoints are the RDB save rules used with persistence when none are given.

@@ -84,15 +84,34 @@ func (w *Wrapper) watchAOF(ctx context.Context, done <-chan struct{}) {
 		}
 		out, err := s.str(ctx, "INFO", "persistence")
 		if err != nil {
+			w.persistence.Store(nil)
 			s.close()
 			s = nil
 			continue
 		}
+		w.observePersistence(clusternodes.ParseInfo(out))
 		if w.aofDamaged.Swap(false) && !damaged {
 			w.logf("the server logged an AOF write or sync error: the AOF will be rewritten from memory once it can write again")
 			damaged = true
 		}
 		damaged, rewrites = w.lookAtAOF(ctx, s, clusternodes.ParseInfo(out), damaged, rewrites)
+	}
+}
+
+// observePersistence records the server's persistence state for the metrics and logs when
+// its saves start or stop failing.
+func (w *Wrapper) observePersistence(info map[string]string) {
+	now := persistenceOf(info)
+	before := w.persistence.Swap(now)
+	was := ""
+	if before != nil {
+		was = before.summary()
+	}
+	switch is := now.summary(); {
+	case is != "" && is != was:
+		w.logf("the server's saves fail (%s): it refuses writes with MISCONF until it can save again (a full volume?)", is)
+	case is == "" && was != "":
+		w.logf("the server saves again")
 	}
 }
 

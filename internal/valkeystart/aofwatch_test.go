@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +17,7 @@ import (
 	"time"
 
 	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/internal/volumeusage"
 	"valkey.io/operator/test/valkeyserver"
 )
 
@@ -37,7 +41,8 @@ func TestAOFRewrittenAfterAWriteError(t *testing.T) {
 	if err := s.Kill(); err != nil {
 		t.Fatal(err)
 	}
-	_, logs, sigs, exit := runWrapper(t, s)
+	metricsAddr := freeAddr(t)
+	_, logs, sigs, exit := runWrapperWith(t, s, func(w *Wrapper) { w.MetricsAddr = metricsAddr })
 	ctx := context.Background()
 	eventually(t, 15*time.Second, "the wrapped server answers", func() bool {
 		_, err := str(ctx, s.Addr(), "PING")
@@ -68,6 +73,10 @@ func TestAOFRewrittenAfterAWriteError(t *testing.T) {
 	eventually(t, 10*time.Second, "the wrapper sees the AOF error", func() bool {
 		return strings.Contains(logs.String(), "could not write or sync its AOF")
 	})
+	full := scrape(t, metricsAddr)
+	if full.Persistence != "aof" || full.Percent() < 99 {
+		t.Fatalf("metrics of the full volume: %+v, want the AOF failing at 100 %%", full)
+	}
 	if err := os.Remove(filler); err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +93,9 @@ func TestAOFRewrittenAfterAWriteError(t *testing.T) {
 		return err == nil && info["aof_rewrites"] != "0" && info["aof_rewrite_in_progress"] == "0" &&
 			info["aof_last_bgrewrite_status"] == "ok" && info["aof_last_write_status"] == "ok"
 	})
+	if again := scrape(t, metricsAddr); again.Persistence != volumeusage.PersistenceOK || again.Percent() > 50 {
+		t.Errorf("metrics after the space was freed: %+v, want ok and mostly free", again)
+	}
 	if !strings.Contains(logs.String(), "BGREWRITEAOF") {
 		t.Errorf("the wrapper did not say it rewrote the AOF; log:\n%s", logs)
 	}
@@ -151,5 +163,51 @@ func TestAOFLogSeesAnErrorInTheServersOutput(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "Ready to accept connections") || !strings.HasSuffix(out.String(), "No space left on device\n") {
 		t.Fatalf("the output was not passed on whole: %q", out.String())
+	}
+}
+
+// freeAddr is a loopback address nothing listens on at the moment.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = l.Close() }()
+	return l.Addr().String()
+}
+
+// scrape reads the wrapper's metrics as the volume controller does.
+func scrape(t *testing.T, addr string) volumeusage.Figure {
+	t.Helper()
+	var f volumeusage.Figure
+	var err error
+	eventually(t, 5*time.Second, "the metrics answer", func() bool {
+		f, err = volumeusage.Fetch(context.Background(), http.DefaultClient, "http://"+addr+"/metrics")
+		return err == nil && f.Persistence != volumeusage.PersistenceUnknown
+	})
+	return f
+}
+
+// The metrics report the data directory's file system as statfs sees it.
+func TestMetricsMeasureTheDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	var state atomic.Pointer[PersistenceState]
+	srv := httptest.NewServer(MetricsHandler(dir, &state))
+	defer srv.Close()
+	f, err := volumeusage.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	used, capacity, err := volumeusage.Measure(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.CapacityBytes != capacity || f.UsedBytes <= 0 || f.UsedBytes > capacity || f.Persistence != volumeusage.PersistenceUnknown {
+		t.Fatalf("scraped %+v, statfs used %d of %d; want the same capacity and no persistence state before the server answers", f, used, capacity)
+	}
+	state.Store(NewPersistenceState(true, false, false))
+	if f, err = volumeusage.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics"); err != nil || f.Persistence != "rdb" {
+		t.Fatalf("a failed BGSAVE: %+v, %v", f, err)
 	}
 }

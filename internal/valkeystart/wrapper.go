@@ -73,8 +73,14 @@ type Wrapper struct {
 	// RestoreIdentity is IdentityKeep or IdentityFresh (with RestoreID).
 	RestoreIdentity string
 
+	// MetricsAddr, when set, is where /metrics is served: the data directory's usage and
+	// the server's persistence state (see serveMetrics).
+	MetricsAddr string
+
 	// aofDamaged is raised by the server's output when it logs an AOF error (see watchAOF).
 	aofDamaged atomic.Bool
+	// persistence is what the server last said of its saves (nil while it does not answer).
+	persistence atomic.Pointer[persistenceState]
 }
 
 // Run fences, starts the server (argv), relays signals to it with a hand-over before
@@ -115,6 +121,7 @@ func (w *Wrapper) Run(ctx context.Context, argv []string) int {
 	done := make(chan struct{})
 	go w.relay(ctx, cmd.Process, signals, done)
 	go w.watchAOF(ctx, done)
+	go w.serveMetrics(ctx, done)
 	err := cmd.Wait()
 	close(done)
 	return w.exited(err)
