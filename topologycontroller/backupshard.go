@@ -18,6 +18,18 @@ type saveFailure struct{ msg string }
 
 func (e *saveFailure) Error() string { return e.msg }
 
+// failedSave is the reason and message a backup fails with on err: a saveFailure
+// (SaveFailed) or a volumeFailure (its own reason); ok is false for any other error.
+func failedSave(err error) (reason, msg string, ok bool) {
+	if sf := (*saveFailure)(nil); errors.As(err, &sf) {
+		return valkeyv1.ReasonSaveFailed, sf.msg, true
+	}
+	if vf := (*volumeFailure)(nil); errors.As(err, &vf) {
+		return valkeyv1.ReasonBackupVolumeUnhealthy, vf.Error(), true
+	}
+	return "", "", false
+}
+
 // saveShards advances the save of every shard not saved yet; a shard saved is recorded in
 // the backup's status at once (the node then carries its saved point).
 func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
@@ -26,10 +38,10 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 			continue
 		}
 		done, err := r.saveShard(ctx, st, b, s)
-		if sf := (*saveFailure)(nil); errors.As(err, &sf) {
+		if reason, msg, failed := failedSave(err); failed {
 			r.saves.set(st.cluster.UID, b.UID, s, nil)
-			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSaveFailed, "Save", "shard %d: %s", s, sf.msg)
-			return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSaveFailed, fmt.Sprintf("shard %d: %s", s, sf.msg)))
+			r.backupEvent(b, nil, corev1.EventTypeWarning, reason, "Save", "shard %d: %s", s, msg)
+			return r.setBackup(ctx, b, backupFailed(reason, fmt.Sprintf("shard %d: %s", s, msg)))
 		}
 		if err != nil {
 			return fmt.Errorf("save shard %d: %w", s, err)
@@ -78,6 +90,9 @@ func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv
 			r.saves.set(st.cluster.UID, b.UID, s, nil)
 			return nil, nil
 		}
+		if c := unhealthyVolume(m.node); c != nil {
+			return nil, &volumeFailure{node: m.node.Name, cond: *c}
+		}
 		advanced, err := r.saveStep(ctx, st, m, ss)
 		if err != nil || !advanced {
 			return nil, err
@@ -114,12 +129,13 @@ func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (
 	return ss, nil
 }
 
-// inSyncReplica is the replica of shard s to save on: following p with its link up, the
-// furthest along (then the lowest replica index); nil when there is none.
+// inSyncReplica is the replica of shard s to save on: following p with its link up, its
+// volume not reported unhealthy, the furthest along (then the lowest replica index); nil
+// when there is none.
 func inSyncReplica(st *clusterState, s int32, p *member) *member {
 	var best *member
 	for _, m := range st.sortedMembers() {
-		if m.node.Spec.Shard != s || m == p || m.deleting() || m.self.Primary() || m.self.PrimaryID != p.id() || !m.linkUp() {
+		if m.node.Spec.Shard != s || m == p || m.deleting() || m.self.Primary() || m.self.PrimaryID != p.id() || !m.linkUp() || unhealthyVolume(m.node) != nil {
 			continue
 		}
 		if best == nil || replicationOffset(m.repl) > replicationOffset(best.repl) {

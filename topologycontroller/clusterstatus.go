@@ -40,6 +40,10 @@ type clusterFacts struct {
 	serviceRefused string
 	// notOwned names objects of the cluster's names that belong to another.
 	notOwned []string
+	// largestVolume and grownVolumes are the wanted nodes' volume figures (see
+	// volumeFigures).
+	largestVolume string
+	grownVolumes  int32
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.
@@ -53,6 +57,8 @@ type nodeFact struct {
 	// lost is the WorkloadReady message of a node whose Kubernetes node is lost (reason
 	// NodeNotReady), "" otherwise: such a node is excused from Ready.
 	lost string
+	// volume describes the node's unhealthy volume (VolumeHealthy=False), "" otherwise.
+	volume string
 }
 
 // factsOf reduces a round's state to clusterFacts.
@@ -73,8 +79,12 @@ func factsOf(st *clusterState) clusterFacts {
 				status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved),
 			rollsNoReplica: approval.Status == metav1.ConditionTrue && approval.Reason == valkeyv1.ReasonApprovedNoReplica,
 			lost:           lostMessage(n),
+			volume:         volumeFinding(n),
 		})
 	}
+	f.largestVolume, f.grownVolumes = volumeFigures(st.nodes, func(n *valkeyv1.ValkeyNode) bool {
+		return n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex)
+	})
 	for s := int32(0); s < vc.Spec.Shards; s++ {
 		if p := st.primary[s]; p != nil && p.self.SlotCount() > 0 && st.joined(p.node) {
 			f.serving[s] = true
@@ -154,6 +164,7 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 		},
 		Shards: int32(len(f.serving)), ReadyShards: int32(readyShards), Nodes: int32(len(f.nodes)),
 		ReadyNodes: int32(readyNodes), SlotsAssigned: int32(f.slots),
+		LargestVolume: f.largestVolume, GrownVolumes: f.grownVolumes,
 	}
 }
 
@@ -211,14 +222,17 @@ func anyRolling(nodes []nodeFact) bool {
 	return false
 }
 
-// degraded is the Degraded condition: which slots are not served, and why, and which nodes
-// are on lost Kubernetes nodes. The reason is that of the last finding (a restart without a
-// replica, then cluster_state, then unassigned slots, then an unreachable owner, then lost
-// nodes). Until every slot was first assigned, unassigned slots are the cluster forming:
-// False with reason Forming.
+// degraded is the Degraded condition: which slots are not served, and why, which nodes
+// are on lost Kubernetes nodes, and which volumes are unhealthy. The reason is that of the
+// last finding (a restart without a replica, then cluster_state, then unassigned slots,
+// then an unreachable owner, then lost nodes, then unhealthy volumes). Until every slot was
+// first assigned, unassigned slots are the cluster forming: False with reason Forming.
 func degraded(f clusterFacts) metav1.Condition {
 	var why []string
 	reason := valkeyv1.ReasonHealthy
+	if v := volumeFindings(f.nodes); v != "" {
+		why, reason = append(why, v), valkeyv1.ReasonVolumeUnhealthy
+	}
 	for _, n := range f.nodes {
 		if n.wanted && !n.ready && n.lost != "" {
 			why, reason = append(why, n.name+" is on a lost Kubernetes node: "+n.lost), valkeyv1.ReasonNodesLost

@@ -205,3 +205,59 @@ func TestDegradedAgreesWithSlotsAssigned(t *testing.T) {
 		})
 	}
 }
+
+// An unhealthy volume degrades the cluster (naming the node, its usage and what to do)
+// without changing Ready, and every other finding's reason takes precedence.
+func TestDegradedByUnhealthyVolume(t *testing.T) {
+	f := healthy()
+	f.nodes[2].volume = "c-1-0's volume is unhealthy (VolumeFull, 96% used: 0.9GiB of 1.0GiB): 96% of the volume is used"
+	got := summarize(f)
+	d, ready := status.Get(got.Conditions, valkeyv1.ConditionDegraded), status.Get(got.Conditions, valkeyv1.ConditionReady)
+	if string(d.Status)+"/"+d.Reason != "True/VolumeUnhealthy" || ready.Status != metav1.ConditionTrue {
+		t.Fatalf("Degraded = %s/%s, Ready = %s; want True/VolumeUnhealthy, True", d.Status, d.Reason, ready.Status)
+	}
+	for _, want := range []string{f.nodes[2].volume, "raise spec.persistence.size, enable spec.persistence.autoGrow or raise its maxSize, or free space", "MISCONF"} {
+		if !strings.Contains(d.Message, want) {
+			t.Errorf("Degraded message %q does not say %q", d.Message, want)
+		}
+	}
+	f.nodes[1].ready, f.nodes[1].lost = false, "its Kubernetes node is not ready"
+	if d := status.Get(summarize(f).Conditions, valkeyv1.ConditionDegraded); d.Reason != valkeyv1.ReasonNodesLost || !strings.Contains(d.Message, "VolumeFull") {
+		t.Errorf("with a lost node too, Degraded = %s %q; want NodesLost, still naming the volume", d.Reason, d.Message)
+	}
+	f = healthy()
+	f.nodes[3].wanted, f.nodes[3].volume = false, "c-1-1's volume is unhealthy (VolumeFull): full"
+	if d := status.Get(summarize(f).Conditions, valkeyv1.ConditionDegraded); d.Status != metav1.ConditionFalse {
+		t.Errorf("a node not wanted degrades the cluster: %v", d)
+	}
+}
+
+// LargestVolume and GrownVolumes come from the wanted nodes' volume status.
+func TestVolumeFigures(t *testing.T) {
+	node := func(capacity, grown string) *valkeyv1.ValkeyNode {
+		return &valkeyv1.ValkeyNode{Status: valkeyv1.ValkeyNodeStatus{Volume: &valkeyv1.VolumeStatus{Capacity: capacity, AutoGrownTo: grown}}}
+	}
+	nodes := []*valkeyv1.ValkeyNode{node("1Gi", ""), node("1536Mi", "1536Mi"), node("", ""), {}, node("10Gi", "10Gi")}
+	largest, grown := volumeFigures(nodes, func(n *valkeyv1.ValkeyNode) bool { return n != nodes[4] })
+	if largest != "1536Mi" || grown != 1 {
+		t.Errorf("volumeFigures = %q, %d; want 1536Mi, 1", largest, grown)
+	}
+	if largest, grown := volumeFigures(nil, nil); largest != "" || grown != 0 {
+		t.Errorf("no nodes: %q, %d", largest, grown)
+	}
+}
+
+// A finding shows the node, VolumeHealthy's reason and message, and the usage measured.
+func TestVolumeFinding(t *testing.T) {
+	n := &valkeyv1.ValkeyNode{}
+	n.Name = "c-0-0"
+	if got := volumeFinding(n); got != "" {
+		t.Errorf("no condition: %q", got)
+	}
+	n.Status.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionVolumeHealthy, false, valkeyv1.ReasonPersistenceFailing, "the last BGSAVE failed")}
+	n.Status.Volume = &valkeyv1.VolumeStatus{Usage: &valkeyv1.VolumeUsage{UsedBytes: 1 << 30, CapacityBytes: 2 << 30, Percent: 50, Persistence: "rdb"}}
+	want := "c-0-0's volume is unhealthy (PersistenceFailing, 50% used: 1.0GiB of 2.0GiB, failing: rdb): the last BGSAVE failed"
+	if got := volumeFinding(n); got != want {
+		t.Errorf("volumeFinding = %q, want %q", got, want)
+	}
+}

@@ -124,6 +124,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.requeue = time.Second
 	}
 	r.noteRestore(st)
+	r.noteHeadroom(st)
+	r.noteVolumes(st)
 	r.lookAgainWhileConverging(st)
 	r.backups(ctx, st)
 	st.recheckUsers()

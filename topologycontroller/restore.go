@@ -210,6 +210,11 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 	}
 	restored := st.restoredNodes()
 	for s := int32(0); s < st.cluster.Spec.Shards; s++ {
+		if c := restoreVolumeRefused(p.backup, s, restored[s]); c != nil && !restoredServes(st, restored[s]) {
+			r.restoreRefusedEvent(st, c)
+			st.restoredCond = c
+			return
+		}
 		if n := restored[s]; n == nil || !restoredServes(st, n) {
 			c := status.Condition(valkeyv1.ConditionRestored, false, valkeyv1.ReasonRestoring, fmt.Sprintf(
 				"restoring from %s: the restored node of shard %d has not joined as its primary with the slots of its keys yet", p.backup, s))
@@ -260,4 +265,29 @@ func backupPhaseChanged() predicate.Predicate {
 		n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyBackup)
 		return ok1 && ok2 && o.Status.Phase != n.Status.Phase
 	}}
+}
+
+// restoreVolumeRefused is Restored=False RestoreRefused for shard s while its restored node
+// n reports its volume full or its persistence failing (VolumeHealthy=False): it may never
+// start on its snapshot. Nil otherwise.
+func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav1.Condition {
+	if n == nil {
+		return nil
+	}
+	v := unhealthyVolume(n)
+	if v == nil || (v.Reason != valkeyv1.ReasonVolumeFull && v.Reason != valkeyv1.ReasonPersistenceFailing) {
+		return nil
+	}
+	c := status.Condition(valkeyv1.ConditionRestored, false, valkeyv1.ReasonRestoreRefused, fmt.Sprintf(
+		"restoring from %s: the restored node %s of shard %d reports VolumeHealthy=False (%s): %s; raise spec.persistence.size (at least twice the snapshot's data set) or free space; the restore goes on once the volume is healthy",
+		backup, n.Name, s, v.Reason, v.Message))
+	return &c
+}
+
+// restoreRefusedEvent sends a Warning event for c when the cluster's Restored does not say
+// it already.
+func (r *Reconciler) restoreRefusedEvent(st *clusterState, c *metav1.Condition) {
+	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != c.Reason || cur.Message != c.Message {
+		r.event(st, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
+	}
 }

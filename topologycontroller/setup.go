@@ -258,9 +258,11 @@ func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler 
 
 // nodeChanged passes the ValkeyNode changes the topology controller acts on: creation and
 // deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
-// reads (see workloadGateChanged), SnapshotReady (a backup waits for it), a new pod IP, and
-// Drained changing on a node being deleted: a round of its cluster still in flight when the
-// cluster went may write it after the node was found drained, and is then undone.
+// reads (see workloadGateChanged), SnapshotReady (a backup waits for it), VolumeHealthy and
+// the volume's capacity or growth (the cluster's Degraded, LargestVolume and GrownVolumes;
+// a backup fails on it), a new pod IP, and Drained changing on a node being deleted: a round
+// of its cluster still in flight when the cluster went may write it after the node was
+// found drained, and is then undone.
 func nodeChanged() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
@@ -268,6 +270,8 @@ func nodeChanged() predicate.Predicate {
 		deletingDrainedChanged(),
 		status.ConditionChanged(valkeyv1.ConditionRollPending),
 		status.ConditionChanged(valkeyv1.ConditionSnapshotReady),
+		status.ConditionChanged(valkeyv1.ConditionVolumeHealthy),
+		volumeSizeChanged(),
 		workloadGateChanged(),
 		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
@@ -309,4 +313,27 @@ func podIP(n *valkeyv1.ValkeyNode) string {
 		return ""
 	}
 	return n.Status.Workload.PodIP
+}
+
+// volumeSizeChanged passes an update that changes a node's status.volume.capacity or
+// status.volume.autoGrownTo.
+func volumeSizeChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		DeleteFunc: func(event.DeleteEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
+			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
+			return ok1 && ok2 && volumeSize(o) != volumeSize(n)
+		},
+		GenericFunc: func(event.GenericEvent) bool { return false },
+	}
+}
+
+// volumeSize is a node's claim capacity and autoGrow size, as reported.
+func volumeSize(n *valkeyv1.ValkeyNode) [2]string {
+	if n.Status.Volume == nil {
+		return [2]string{}
+	}
+	return [2]string{n.Status.Volume.Capacity, n.Status.Volume.AutoGrownTo}
 }

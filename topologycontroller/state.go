@@ -57,6 +57,8 @@ type clusterState struct {
 	// Restored decided this round.
 	restore      *restorePlan
 	restoredCond *metav1.Condition
+	// headroom is the cluster's VolumeHeadroom (nil without spec.persistence).
+	headroom *metav1.Condition
 	// backupUnderway names the cluster's backup that holds slot moves (see backupUnderway).
 	backupUnderway string
 }

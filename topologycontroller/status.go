@@ -80,6 +80,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.restoredCond != nil {
 		cst.Conditions = append(cst.Conditions, *st.restoredCond)
 	}
+	if st.headroom != nil {
+		cst.Conditions = append(cst.Conditions, *st.headroom)
+	}
 	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}

@@ -125,7 +125,7 @@ func TestPodTemplate(t *testing.T) {
 			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},
 		{"the init container is restricted too", *ic.SecurityContext.ReadOnlyRootFilesystem && !*ic.SecurityContext.AllowPrivilegeEscalation},
 		{"the server runs under valkey-start, durable with RDB", strings.Join(c.Command, " ") ==
-			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --durable --auth-file /run/valkey-auth/auth.conf "+
+			"/opt/valkey-operator/valkey-start run --data-dir /data --addr 127.0.0.1:6379 --metrics-addr :9121 --durable --auth-file /run/valkey-auth/auth.conf "+
 				"--user valkey-operator --password-env VALKEY_OPERATOR_PASSWORD --acl-file /etc/valkey-acl/users.acl -- valkey-server /etc/valkey/valkey.conf"},
 		{"valkey-start mounted read-only", c.VolumeMounts[2].MountPath == "/opt/valkey-operator" && c.VolumeMounts[2].ReadOnly},
 	}

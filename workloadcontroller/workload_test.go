@@ -117,7 +117,7 @@ var _ = Describe("Volume gate", func() {
 		pod := sts.Spec.Template.Spec
 		c := pod.Containers[0]
 		Expect(c.Command).To(HaveExactElements("/opt/valkey-operator/valkey-start", "run", "--data-dir", "/data",
-			"--addr", "127.0.0.1:6379", "--auth-file", "/run/valkey-auth/auth.conf",
+			"--addr", "127.0.0.1:6379", "--metrics-addr", ":9121", "--auth-file", "/run/valkey-auth/auth.conf",
 			"--user", "valkey-operator", "--password-env", "VALKEY_OPERATOR_PASSWORD", "--acl-file", "/etc/valkey-acl/users.acl",
 			"--", "valkey-server", "/etc/valkey/valkey.conf"), "no --durable without persistence")
 		Expect(pod.InitContainers).To(HaveLen(1))
@@ -131,7 +131,7 @@ var _ = Describe("Volume gate", func() {
 		Expect(volumeOf(sts, "acl").Secret.SecretName).To(Equal("c-acl"))
 		Expect(mountPathOf(c, "acl")).To(Equal("/etc/valkey-acl"))
 		Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_IP"), HaveField("ValueFrom.FieldRef.FieldPath", "status.podIP"))))
-		Expect(c.Ports).To(ConsistOf(HaveField("ContainerPort", int32(6379)), HaveField("ContainerPort", int32(16379))))
+		Expect(c.Ports).To(ConsistOf(HaveField("ContainerPort", int32(6379)), HaveField("ContainerPort", int32(16379)), HaveField("ContainerPort", int32(9121))))
 		Expect(c.ReadinessProbe.Exec.Command).To(Equal([]string{"valkey-cli", "-e", "-p", "6379", "--user", "valkey-operator", "ping"}))
 		Expect(c.LivenessProbe).NotTo(BeNil())
 		Expect(c.StartupProbe).NotTo(BeNil())

@@ -190,7 +190,7 @@ const (
 	// ReasonNodesLost (Degraded=True): some wanted nodes are not ready because their
 	// Kubernetes node is NotReady (WorkloadReady reason NodeNotReady); the message names them.
 	// Ready stays True "on the survivors" when every slot is still served.
-	ReasonNodesLost        = "NodesLost"
+	ReasonNodesLost = "NodesLost"
 	// ReasonVolumeUnhealthy (Degraded=True): some nodes report VolumeHealthy=False (a full
 	// volume, or a server that cannot persist and refuses writes); the message names them,
 	// their usage and what to do. Every slot may still be served.
@@ -203,8 +203,8 @@ const (
 	ReasonSufficientHeadroom   = "Sufficient"
 	ReasonNoMemoryBound        = "NoMemoryBound"
 	ReasonInsufficientHeadroom = "InsufficientHeadroom"
-	ReasonAllSlotsAssigned = "AllSlotsAssigned"
-	ReasonSlotsUnassigned  = "SlotsUnassigned"
+	ReasonAllSlotsAssigned     = "AllSlotsAssigned"
+	ReasonSlotsUnassigned      = "SlotsUnassigned"
 	// ReasonMigrationStalled (Progressing=True): keys of a slot could not be moved; the
 	// message names the slots and the server's error. They are tried again with backoff.
 	ReasonMigrationStalled = "MigrationStalled"

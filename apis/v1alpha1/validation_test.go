@@ -123,6 +123,34 @@ var _ = Describe("ValkeyCluster admission", func() {
 		expectRejected(k8s.Create(ctx, u), "spec.replicas")
 	})
 
+	It("accepts autoGrow with its defaults, and refuses a threshold out of range, a bad increment and a maxSize below size, naming the field", func() {
+		c := persistentCluster(ns)
+		c.Spec.Persistence.AutoGrow = &v1.AutoGrowSpec{MaxSize: resource.MustParse("100Gi")}
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		Expect(c.Spec.Persistence.AutoGrow.ThresholdPercent).To(BeEquivalentTo(v1.DefaultAutoGrowThreshold))
+		Expect(c.Spec.Persistence.AutoGrow.Increment).To(Equal(v1.DefaultAutoGrowIncrement))
+		for _, inc := range []string{"2Gi", "150%", "1%"} {
+			c.Spec.Persistence.AutoGrow.Increment = inc
+			Expect(k8s.Update(ctx, c)).To(Succeed(), inc)
+		}
+		for _, tc := range []struct {
+			change func(*v1.AutoGrowSpec)
+			says   string
+		}{
+			{func(a *v1.AutoGrowSpec) { a.ThresholdPercent = 5 }, "thresholdPercent"},
+			{func(a *v1.AutoGrowSpec) { a.ThresholdPercent = 95 }, "thresholdPercent"},
+			{func(a *v1.AutoGrowSpec) { a.Increment = "0%" }, "persistence.autoGrow.increment must be"},
+			{func(a *v1.AutoGrowSpec) { a.Increment = "-1Gi" }, "persistence.autoGrow.increment must be"},
+			{func(a *v1.AutoGrowSpec) { a.Increment = "lots" }, "persistence.autoGrow.increment must be"},
+			{func(a *v1.AutoGrowSpec) { a.MaxSize = resource.MustParse("5Gi") }, "persistence.autoGrow.maxSize must be at least persistence.size"},
+		} {
+			cur := &v1.ValkeyCluster{}
+			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
+			tc.change(cur.Spec.Persistence.AutoGrow)
+			expectRejected(k8s.Update(ctx, cur), tc.says)
+		}
+	})
+
 	It("refuses a size below 1Mi: zero, a fraction of a byte", func() {
 		for _, size := range []string{"0", `"0.5"`, "1Ki"} {
 			u := fromYAML(strings.Replace(seedCluster, "size: 10Gi", "size: "+size, 1), ns)

@@ -207,7 +207,7 @@ func lostKeys(c *v1.ValkeyCluster, prefix string, ids []int) (lost, unreadable i
 				lost++
 			case err != nil:
 				unreadable++
-			case v != fmt.Sprint(batch[j]):
+			case v != fmt.Sprint(batch[j]) && !strings.HasPrefix(v, fmt.Sprint(batch[j])+":"):
 				lost++
 			}
 		}

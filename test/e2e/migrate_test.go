@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"errors"
 	"fmt"
 	"slices"
@@ -154,6 +155,9 @@ type ackWriter struct {
 	acked   []int
 	ackedAt []time.Time // ackedAt[k]: when acked[k] was acknowledged
 	errs    map[string]int
+	// pad, when set, is random data a value carries after "<i>:" (see value).
+	pad     []byte
+	padSize int
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -161,9 +165,19 @@ type ackWriter struct {
 var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
 
 func startAckWriter(c *v1.ValkeyCluster, prefix string) *ackWriter {
+	return startAckWriterSized(c, prefix, 0)
+}
+
+// startAckWriterSized is startAckWriter with values of about size bytes: "<i>:" and random
+// bytes (incompressible, so the servers' saves are as large as the data).
+func startAckWriterSized(c *v1.ValkeyCluster, prefix string, size int) *ackWriter {
 	vc := ackClient(c)
 	wctx, cancel := context.WithCancel(ctx)
-	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{})}
+	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{}), padSize: size}
+	if size > 0 {
+		w.pad = make([]byte, 1<<20)
+		_, _ = cryptorand.Read(w.pad)
+	}
 	go func() {
 		defer GinkgoRecover()
 		defer close(w.done)
@@ -181,7 +195,7 @@ func (w *ackWriter) write(ctx context.Context, vc valkey.Client, key string, i i
 		err := vc.Dedicated(func(d valkey.DedicatedClient) error {
 			octx, cancel := context.WithTimeout(ctx, 3*time.Second)
 			defer cancel()
-			res := d.DoMulti(octx, d.B().Set().Key(key).Value(strconv.Itoa(i)).Build(), d.B().Wait().Numreplicas(1).Timeout(1000).Build())
+			res := d.DoMulti(octx, d.B().Set().Key(key).Value(w.value(i)).Build(), d.B().Wait().Numreplicas(1).Timeout(1000).Build())
 			if err := res[0].Error(); err != nil {
 				return err
 			}
@@ -205,6 +219,15 @@ func (w *ackWriter) write(ctx context.Context, vc valkey.Client, key string, i i
 		w.mu.Unlock()
 		time.Sleep(20 * time.Millisecond) // pacing the retries of a refused write
 	}
+}
+
+// value is key i's value: its number, and with a pad "<i>:" and padSize random bytes.
+func (w *ackWriter) value(i int) string {
+	if w.padSize == 0 {
+		return strconv.Itoa(i)
+	}
+	at := (i * 7919) % (len(w.pad) - w.padSize)
+	return strconv.Itoa(i) + ":" + string(w.pad[at:at+w.padSize])
 }
 
 // count is the number of keys acknowledged so far.
