@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -187,27 +186,4 @@ func scrape(t *testing.T, addr string) volumeusage.Figure {
 		return err == nil && f.Persistence != volumeusage.PersistenceUnknown
 	})
 	return f
-}
-
-// The metrics report the data directory's file system as statfs sees it.
-func TestMetricsMeasureTheDataDirectory(t *testing.T) {
-	dir := t.TempDir()
-	var state atomic.Pointer[PersistenceState]
-	srv := httptest.NewServer(MetricsHandler(dir, &state))
-	defer srv.Close()
-	f, err := volumeusage.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	used, capacity, err := volumeusage.Measure(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if f.CapacityBytes != capacity || f.UsedBytes <= 0 || f.UsedBytes > capacity || f.Persistence != volumeusage.PersistenceUnknown {
-		t.Fatalf("scraped %+v, statfs used %d of %d; want the same capacity and no persistence state before the server answers", f, used, capacity)
-	}
-	state.Store(NewPersistenceState(true, false, false))
-	if f, err = volumeusage.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics"); err != nil || f.Persistence != "rdb" {
-		t.Fatalf("a failed BGSAVE: %+v, %v", f, err)
-	}
 }

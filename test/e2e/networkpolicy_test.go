@@ -32,7 +32,7 @@ var _ = Describe("The NetworkPolicy of a cluster", Label("networkpolicy"), Order
 		waitReady(cluster, 4*time.Minute)
 	})
 
-	It("lets a pod of another namespace reach the client port 6379 but not the bus port 16379", func() {
+	It("lets a pod of another namespace reach the client port 6379 but not the bus port 16379 nor the metrics port 9121", func() {
 		for _, n := range clusterNodes(cluster) {
 			ip := n.Status.Workload.PodIP
 			// Policies are enforced shortly after they are written, not at once: wait for it.
@@ -44,6 +44,8 @@ var _ = Describe("The NetworkPolicy of a cluster", Label("networkpolicy"), Order
 			out, err := dialFrom(outsider, "", ip+":6379")
 			Expect(err).NotTo(HaveOccurred(), "%s's client port from namespace %s: %s", n.Name, outsider.Namespace, out)
 			Expect(out).To(ContainSubstring("open " + ip + ":6379"))
+			out, _ = dialFrom(outsider, "", ip+":9121")
+			Expect(out).To(ContainSubstring("i/o timeout"), "%s's metrics port (valkey-start) from namespace %s: only the volume controller may read it", n.Name, outsider.Namespace)
 		}
 	})
 
