@@ -72,6 +72,21 @@ func (s *usageStore) get(key types.NamespacedName) *nodeUsage {
 	return &c
 }
 
+// seed takes a node's status.volume.usage as its published figure when the store has none
+// (a restarted controller), so that an unchanged volume is not written again.
+func (s *usageStore) seed(key types.NamespacedName, u *valkeyv1.VolumeUsage) {
+	if u == nil {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.nodes[key]; ok {
+		return
+	}
+	fig := volumeusage.Figure{UsedBytes: u.UsedBytes, CapacityBytes: u.CapacityBytes, Persistence: u.Persistence, At: u.MeasuredAt.Time}
+	s.nodes[key] = &nodeUsage{latest: fig, published: fig, measured: true}
+}
+
 // record stores a figure (or why there is none: err) and tells whether the published one
 // changed.
 func (s *usageStore) record(key types.NamespacedName, fig volumeusage.Figure, err error, now time.Time) bool {
@@ -206,6 +221,9 @@ func (p *usagePoller) measure(ctx context.Context, n *valkeyv1.ValkeyNode) {
 		url := "http://" + net.JoinHostPort(w.PodIP, strconv.Itoa(p.port)) + "/metrics"
 		fig, err = volumeusage.Fetch(ctx, p.http, url)
 		usageFetches.WithLabelValues(fetchResult(err)).Inc()
+	}
+	if v := n.Status.Volume; v != nil {
+		p.store.seed(key, v.Usage)
 	}
 	if p.store.record(key, fig, err, time.Now()) {
 		usagePublished.Inc()
