@@ -66,13 +66,13 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 	})
 
 	It("at maxSize says so, reports the full volume and refuses writes, losing none", func() {
-		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(3*time.Minute).WithPolling(2*time.Second).
+		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).
 			Should(ContainElement("Warning/AutoGrowLimitReached"))
 		_, primary := replicaAndPrimary(cluster)
 		pod := getPod(primary)
 		out, err := kubectl("-n", cluster.Namespace, "exec", pod.Name, "-c", "valkey", "--", "kit", "fill", "/data/filler")
 		Expect(err).NotTo(HaveOccurred(), out)
-		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(2*time.Minute).WithPolling(time.Second).
+		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(2 * time.Minute).WithPolling(time.Second).
 			Should(Or(Equal("False/VolumeFull"), Equal("False/PersistenceFailing")))
 		Eventually(func() string {
 			c := status.Get(getCluster(cluster).Status.Conditions, v1.ConditionDegraded)
@@ -91,7 +91,7 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 		Eventually(func() int { return claimsAtLeast(cluster, "1200Mi") }).WithTimeout(3*time.Minute).WithPolling(2*time.Second).
 			Should(BeNumerically(">=", 1), "the full claim grown")
 		_, primary := replicaAndPrimary(cluster)
-		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(3*time.Minute).WithPolling(time.Second).
+		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(3 * time.Minute).WithPolling(time.Second).
 			Should(Equal("True/Healthy"))
 		before := w.count()
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", before+100), "writes acknowledged again")
