@@ -35,7 +35,8 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 		cluster = newCluster(ns, "grow", 3, 1, p)
 		waitReady(cluster, 6*time.Minute)
 		usage = startUsageLog(cluster)
-		w = startAckWriterSized(cluster, "grow", 16<<10)
+		// About 3 MB/s in all, 1 MB/s per shard: the threshold is passed within a minute.
+		w = startAckWriterSized(cluster, "grow", 16<<10, 5*time.Millisecond)
 	})
 
 	AfterAll(func() {

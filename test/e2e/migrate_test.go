@@ -158,6 +158,8 @@ type ackWriter struct {
 	// pad, when set, is random data a value carries after "<i>:" (see value).
 	pad     []byte
 	padSize int
+	// every, when set, is the least time between two writes (a steady rate).
+	every time.Duration
 	cancel  context.CancelFunc
 	done    chan struct{}
 }
@@ -165,15 +167,15 @@ type ackWriter struct {
 var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
 
 func startAckWriter(c *v1.ValkeyCluster, prefix string) *ackWriter {
-	return startAckWriterSized(c, prefix, 0)
+	return startAckWriterSized(c, prefix, 0, 0)
 }
 
 // startAckWriterSized is startAckWriter with values of about size bytes: "<i>:" and random
 // bytes (incompressible, so the servers' saves are as large as the data).
-func startAckWriterSized(c *v1.ValkeyCluster, prefix string, size int) *ackWriter {
+func startAckWriterSized(c *v1.ValkeyCluster, prefix string, size int, every time.Duration) *ackWriter {
 	vc := ackClient(c)
 	wctx, cancel := context.WithCancel(ctx)
-	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{}), padSize: size}
+	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{}), padSize: size, every: every}
 	if size > 0 {
 		w.pad = make([]byte, 1<<20)
 		_, _ = cryptorand.Read(w.pad)
@@ -183,7 +185,11 @@ func startAckWriterSized(c *v1.ValkeyCluster, prefix string, size int) *ackWrite
 		defer close(w.done)
 		defer vc.Close()
 		for i := 0; wctx.Err() == nil; i++ {
+			next := time.Now().Add(w.every)
 			w.write(wctx, vc, fmt.Sprintf("%s-%d", prefix, i), i)
+			if wait := time.Until(next); wait > 0 {
+				time.Sleep(wait) // the writer's steady rate, not a wait for a state
+			}
 		}
 	}()
 	return w
