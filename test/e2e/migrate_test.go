@@ -159,9 +159,9 @@ type ackWriter struct {
 	pad     []byte
 	padSize int
 	// every, when set, is the least time between two writes (a steady rate).
-	every time.Duration
-	cancel  context.CancelFunc
-	done    chan struct{}
+	every  time.Duration
+	cancel context.CancelFunc
+	done   chan struct{}
 }
 
 var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
