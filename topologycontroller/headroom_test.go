@@ -33,9 +33,9 @@ func TestParseValkeyMemory(t *testing.T) {
 func TestHeadroomCondition(t *testing.T) {
 	q := resource.MustParse
 	persistence := func(size string) *valkeyv1.PersistenceSpec { return &valkeyv1.PersistenceSpec{Size: q(size)} }
-	grow := func(size, max string) *valkeyv1.PersistenceSpec {
+	grow := func(size, maxSize string) *valkeyv1.PersistenceSpec {
 		p := persistence(size)
-		p.AutoGrow = &valkeyv1.AutoGrowSpec{MaxSize: q(max)}
+		p.AutoGrow = &valkeyv1.AutoGrowSpec{MaxSize: q(maxSize)}
 		return p
 	}
 	limit := func(mem string) corev1.ResourceRequirements {

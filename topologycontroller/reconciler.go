@@ -123,14 +123,19 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		st.progress = append(st.progress, "retrying: "+err.Error())
 		st.requeue = time.Second
 	}
-	r.noteRestore(st)
-	r.noteHeadroom(st)
-	r.noteVolumes(st)
+	r.noteRestoreAndStorage(st)
 	r.lookAgainWhileConverging(st)
 	r.backups(ctx, st)
 	st.recheckUsers()
 	r.noteStalls(st)
 	return r.finish(ctx, st)
+}
+
+// noteRestoreAndStorage reports the round's restore (see noteRestore) and the nodes' volumes
+// (see noteStorage).
+func (r *Reconciler) noteRestoreAndStorage(st *clusterState) {
+	r.noteRestore(st)
+	r.noteStorage(st)
 }
 
 // finish applies the round's status and says when to look again.

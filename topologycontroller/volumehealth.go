@@ -129,3 +129,10 @@ func volumeFigures(nodes []*valkeyv1.ValkeyNode, isWanted func(*valkeyv1.ValkeyN
 	}
 	return largest.String(), grown
 }
+
+// noteStorage sends the round's events about the nodes' volumes: the headroom of the
+// cluster's persistence, and each unhealthy volume.
+func (r *Reconciler) noteStorage(st *clusterState) {
+	r.noteHeadroom(st)
+	r.noteVolumes(st)
+}
