@@ -111,7 +111,7 @@ var _ = Describe("Disruption budgets and placement", func() {
 var _ = Describe("NetworkPolicy", func() {
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
-	It("admits the bus from the cluster's pods only, the client port from anyone or from clientFrom and the topology controller, reports a refused policy, and deletes it when Disabled", func() {
+	It("admits the bus from the cluster's pods only, the client port from anyone or from clientFrom and the topology controller, the metrics port from the volume controller, reports a refused policy, and deletes it when Disabled", func() {
 		ns := newNamespace()
 		vc := newCluster(ns, "n", 1, 0)
 		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), vc)).To(Succeed()) })
@@ -124,25 +124,28 @@ var _ = Describe("NetworkPolicy", func() {
 				"app.kubernetes.io/name": "valkey-operator", "app.kubernetes.io/component": "topology-controller",
 			}},
 		}
+		volume := networkingv1.NetworkPolicyPeer{NamespaceSelector: operator.NamespaceSelector, PodSelector: &metav1.LabelSelector{
+			MatchLabels: map[string]string{"app.kubernetes.io/name": "valkey-operator", "app.kubernetes.io/component": "volume-controller"},
+		}}
 		Eventually(policy(ns, "n"), 10*time.Second).ShouldNot(BeNil())
 		np := policy(ns, "n")()
 		Expect(metav1.IsControlledBy(np, vc)).To(BeTrue())
 		Expect(np.Spec.PodSelector).To(Equal(*own.PodSelector))
 		Expect(np.Spec.PolicyTypes).To(Equal([]networkingv1.PolicyType{networkingv1.PolicyTypeIngress}))
-		Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379)}))
+		Expect(np.Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379), rule(9121, volume)}))
 
 		By("clientFrom narrows the client port to the cluster, the topology controller's pods and those peers")
 		web := networkingv1.NetworkPolicyPeer{PodSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}}
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"podSelector":{"matchLabels":{"app":"web"}}}]}}`)
 		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return policy(ns, "n")().Spec.Ingress }, 10*time.Second).
-			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web)}))
+			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume)}))
 
 		By("a peer the API server refuses is reported, and the last good policy stays")
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/33"}}]}}`)
 		Eventually(progressingReason(ns, "n"), 20*time.Second).Should(Equal(valkeyv1.ReasonNetworkPolicyRefused))
 		Expect(status.Get(getCluster(ns, "n").Status.Conditions, valkeyv1.ConditionProgressing).Message).To(ContainSubstring("spec.network.clientFrom"))
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventNetworkPolicyRefused) }, 10*time.Second).Should(BeNumerically(">=", 1))
-		Expect(policy(ns, "n")().Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web)}))
+		Expect(policy(ns, "n")().Spec.Ingress).To(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume)}))
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/8"}}]}}`)
 		Eventually(progressingReason(ns, "n"), 20*time.Second).ShouldNot(Equal(valkeyv1.ReasonNetworkPolicyRefused))
 
