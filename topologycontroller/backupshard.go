@@ -90,7 +90,10 @@ func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv
 			r.saves.set(st.cluster.UID, b.UID, s, nil)
 			return nil, nil
 		}
-		if c := unhealthyVolume(m.node); c != nil {
+		if c := unhealthyVolume(m.node); c != nil && (c.Reason != valkeyv1.ReasonVolumeFull || ss.stage < stageSaving) {
+			// A full volume fails the backup before its BGSAVE is sent; once one runs, its
+			// own temporary file may fill the volume for a while, and only a failed save
+			// (PersistenceFailing) stops it.
 			return nil, &volumeFailure{node: m.node.Name, cond: *c}
 		}
 		advanced, err := r.saveStep(ctx, st, m, ss)

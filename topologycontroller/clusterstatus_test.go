@@ -256,7 +256,7 @@ func TestVolumeFinding(t *testing.T) {
 	}
 	n.Status.Conditions = []metav1.Condition{status.Condition(valkeyv1.ConditionVolumeHealthy, false, valkeyv1.ReasonPersistenceFailing, "the last BGSAVE failed")}
 	n.Status.Volume = &valkeyv1.VolumeStatus{Usage: &valkeyv1.VolumeUsage{UsedBytes: 1 << 30, CapacityBytes: 2 << 30, Percent: 50, Persistence: "rdb"}}
-	want := "c-0-0's volume is unhealthy (PersistenceFailing, 50% used: 1.0GiB of 2.0GiB, failing: rdb): the last BGSAVE failed"
+	want := "c-0-0's volume is unhealthy (PersistenceFailing, 50% used: 1.0GiB of 2.0GiB, failing: rdb)"
 	if got := volumeFinding(n); got != want {
 		t.Errorf("volumeFinding = %q, want %q", got, want)
 	}

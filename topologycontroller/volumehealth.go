@@ -36,11 +36,7 @@ func volumeFinding(n *valkeyv1.ValkeyNode) string {
 	if c == nil {
 		return ""
 	}
-	msg := c.Message
-	if msg == "" {
-		msg = "no message"
-	}
-	return fmt.Sprintf("%s%s): %s", volumeFindingPrefix(n.Name, c.Reason), usageOf(n), msg)
+	return volumeFindingPrefix(n.Name, c.Reason) + usageOf(n) + ")"
 }
 
 // volumeFindingPrefix is the start of a node's finding, which stays while its usage moves:

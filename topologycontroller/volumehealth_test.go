@@ -46,7 +46,7 @@ var _ = Describe("Volume health", func() {
 		reportVolumeHealth(ns, node, false, valkeyv1.ReasonVolumeFull, "96% of /data is used", 96)
 		Eventually(clusterCondition(ns, "vh", valkeyv1.ConditionDegraded), 20*time.Second).Should(Equal("True/VolumeUnhealthy"))
 		msg := clusterConditionMessage(ns, "vh", valkeyv1.ConditionDegraded)
-		Expect(msg).To(ContainSubstring(node + "'s volume is unhealthy (VolumeFull, 96% used: 983.0MiB of 1.0GiB): 96% of /data is used"))
+		Expect(msg).To(ContainSubstring(node + "'s volume is unhealthy (VolumeFull, 96% used: 983.0MiB of 1.0GiB)"))
 		Expect(msg).To(ContainSubstring("raise spec.persistence.size, enable spec.persistence.autoGrow or raise its maxSize, or free space"))
 		Expect(msg).To(ContainSubstring("MISCONF"))
 		Expect(clusterCondition(ns, "vh", valkeyv1.ConditionReady)()).To(Equal("True/Ready"), "Ready is not changed by a volume")

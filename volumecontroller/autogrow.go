@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -22,6 +23,11 @@ import (
 // claim's request while it is above persistence.size because of it (see desiredSize).
 const AnnotationAutoGrownTo = "valkey.io/auto-grown-to"
 
+// AnnotationAutoGrownFrom on a claim is the file system's capacity in bytes, as measured in
+// the pod, when autoGrow last grew it: the next growth waits for a figure of a larger file
+// system, so a growth is never repeated on a figure of the old size.
+const AnnotationAutoGrownFrom = "valkey.io/auto-grown-from-bytes"
+
 // growStep is the quantum sizes are rounded up to.
 const growStep = 1 << 20
 
@@ -35,6 +41,12 @@ func desiredSize(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim)
 	grown, err := resource.ParseQuantity(claim.Annotations[AnnotationAutoGrownTo])
 	if err != nil || grown.Cmp(floor) <= 0 {
 		return floor, false
+	}
+	if limit := node.Spec.Persistence.AutoGrow.MaxSize; grown.Cmp(limit) > 0 {
+		grown = limit // an annotation edited by hand never takes a claim past maxSize
+		if grown.Cmp(floor) <= 0 {
+			return floor, false
+		}
 	}
 	return grown, true
 }
@@ -109,8 +121,12 @@ func (r *Reconciler) autoGrow(ctx context.Context, node *valkeyv1.ValkeyNode, cl
 		return nil
 	}
 	current, _ := storage(claim.Spec.Resources.Requests)
-	if capacity, ok := storage(claim.Status.Capacity); !ok || capacity.Cmp(current) < 0 {
+	capacity, ok := storage(claim.Status.Capacity)
+	if !ok || capacity.Cmp(current) < 0 || !fileSystemGrew(claim, fig) {
 		return nil
+	}
+	if capacity.Cmp(current) > 0 {
+		current = capacity // the provider rounded up: grow from what the volume has
 	}
 	used := fmt.Sprintf("volume %d%% used (%s of %s), above the threshold of %d%%", fig.Percent(),
 		bytesOf(fig.UsedBytes), bytesOf(fig.CapacityBytes), spec.Threshold())
@@ -130,7 +146,16 @@ func (r *Reconciler) autoGrow(ctx context.Context, node *valkeyv1.ValkeyNode, cl
 		return nil
 	}
 	next := nextSize(current, spec)
-	if err := r.growClaim(ctx, claim, next); err != nil {
+	if err := r.growClaim(ctx, claim, next, fig.CapacityBytes); err != nil {
+		if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
+			// Refused (a quota, an admission policy): said once per size, tried again at
+			// the next figure.
+			if r.grower.tellOnce(node.UID, "refused "+next.String()) {
+				r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventResizeFailed, "AutoGrow",
+					"%s, but the API server refused to grow claim %s to %s: %v", used, claim.Name, next.String(), err)
+			}
+			return nil
+		}
 		return err
 	}
 	autoGrows.Inc()
@@ -139,14 +164,22 @@ func (r *Reconciler) autoGrow(ctx context.Context, node *valkeyv1.ValkeyNode, cl
 	return nil
 }
 
-// growClaim raises the claim's request to size and records it as grown by autoGrow, in one
-// patch with an optimistic lock.
-func (r *Reconciler) growClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, size resource.Quantity) error {
+// fileSystemGrew tells whether the figure is of a file system larger than the one the last
+// growth started from (true before any growth).
+func fileSystemGrew(claim *corev1.PersistentVolumeClaim, fig *volumeusage.Figure) bool {
+	from, err := strconv.ParseInt(claim.Annotations[AnnotationAutoGrownFrom], 10, 64)
+	return err != nil || fig.CapacityBytes > from
+}
+
+// growClaim raises the claim's request to size and records it as grown by autoGrow from a
+// file system of fsBytes, in one patch with an optimistic lock.
+func (r *Reconciler) growClaim(ctx context.Context, claim *corev1.PersistentVolumeClaim, size resource.Quantity, fsBytes int64) error {
 	base := claim.DeepCopy()
 	if claim.Annotations == nil {
 		claim.Annotations = map[string]string{}
 	}
 	claim.Annotations[AnnotationAutoGrownTo] = size.String()
+	claim.Annotations[AnnotationAutoGrownFrom] = strconv.FormatInt(fsBytes, 10)
 	claim.Spec.Resources.Requests[corev1.ResourceStorage] = size.DeepCopy()
 	if err := r.Patch(ctx, claim, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("grow claim %s to %s: %w", claim.Name, size.String(), err)

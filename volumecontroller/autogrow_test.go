@@ -175,6 +175,28 @@ var _ = Describe("Volume usage and automatic growth", func() {
 		Eventually(func() string { return getNode(ctx, node).Status.Volume.AutoGrownTo }).Should(BeEmpty())
 	})
 
+	It("grows once from the capacity a provider rounded up to, and not again until the file system is larger", func(ctx context.Context) {
+		class := newClass(ctx, "round-"+ns, true, storagev1.VolumeBindingImmediate, nil)
+		node := newNode(ns, "16Mi", &class.Name, "")
+		node.Spec.Persistence.AutoGrow = &valkeyv1.AutoGrowSpec{ThresholdPercent: 50, Increment: "50%", MaxSize: resource.MustParse("64Mi")}
+		Expect(k8s.Create(ctx, node)).To(Succeed())
+		pvc := waitClaim(ctx, node)
+		bind(ctx, pvc, "20Mi") // the provider's volume is larger than asked
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("True/Sized"))
+		pod := startFakePod("127.0.0.6", 20)
+		setPodIP(ctx, node, pod.ip)
+		pod.write("dump.rdb", 12<<10)
+		Eventually(requested(ctx, node)).Should(Equal("30Mi"), "grown by half of the 20Mi the volume has")
+		By("the provider rounds the new request up too: no second growth on a figure of the old file system")
+		setClaimStatus(ctx, pvc, func(s *corev1.PersistentVolumeClaimStatus) {
+			s.Capacity = corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("32Mi")}
+		})
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("True/AutoGrown"))
+		pod.write("more", 1<<10) // a new figure, still of the 20Mi file system
+		Consistently(requested(ctx, node), 4*time.Second).Should(Equal("30Mi"))
+		Expect(countOf(eventReasons(ctx, node), "Normal/AutoGrowing")()).To(Equal(1))
+	})
+
 	It("reports a server that cannot save, and a class that cannot grow, once", func(ctx context.Context) {
 		class := newClass(ctx, "fixed-"+ns, false, storagev1.VolumeBindingImmediate, nil)
 		node, _ := autoGrowNode(ctx, class, "16Mi", "64Mi")

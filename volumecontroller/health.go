@@ -51,8 +51,27 @@ func usageOf(node *valkeyv1.ValkeyNode, u *nodeUsage) usageReport {
 		}
 		return usageReport{Usage: usageStatus(u.published), Healthy: notMeasured(usageStatus(u.published), why)}
 	}
-	fig := u.published
+	fig := relevant(u.published, node.Spec.Persistence)
 	return usageReport{Usage: usageStatus(fig), Healthy: healthVerdict(fig), Figure: &fig}
+}
+
+// relevant drops from a figure a failed BGSAVE of a server without save points (RDB off):
+// such a server does not refuse writes for it, and nothing but a BGSAVE clears it.
+func relevant(f volumeusage.Figure, p *valkeyv1.PersistenceSpec) volumeusage.Figure {
+	if p.RDBEnabled() || !f.Failing() {
+		return f
+	}
+	var kept []string
+	for _, k := range strings.Split(f.Persistence, ",") {
+		if k != "rdb" {
+			kept = append(kept, k)
+		}
+	}
+	f.Persistence = strings.Join(kept, ",")
+	if f.Persistence == "" {
+		f.Persistence = volumeusage.PersistenceOK
+	}
+	return f
 }
 
 // usageStatus is status.volume.usage for a figure.

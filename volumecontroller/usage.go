@@ -24,7 +24,7 @@ import (
 // is published — written to status.volume.usage and acted on — only when it changes
 // meaningfully, which bounds the API writes:
 //   - the first figure of a node, and one whose capacity differs (a grown file system);
-//   - the percentage in use moved by at least one point;
+//   - the bytes in use moved by at least one percent of the capacity;
 //   - the server's persistence state changed (a save started or stopped failing);
 //   - no figure for UnmeasuredAfter (the pod is gone or does not answer), and back;
 //   - the published figure is RefreshAfter old (so measuredAt says it is still true).
@@ -74,7 +74,7 @@ func (s *usageStore) get(key types.NamespacedName) *nodeUsage {
 
 // seed takes a node's status.volume.usage as its published figure when the store has none
 // (a restarted controller), so that an unchanged volume is not written again.
-func (s *usageStore) seed(key types.NamespacedName, u *valkeyv1.VolumeUsage) {
+func (s *usageStore) seed(key types.NamespacedName, u *valkeyv1.VolumeUsage, now time.Time) {
 	if u == nil {
 		return
 	}
@@ -84,7 +84,10 @@ func (s *usageStore) seed(key types.NamespacedName, u *valkeyv1.VolumeUsage) {
 		return
 	}
 	fig := volumeusage.Figure{UsedBytes: u.UsedBytes, CapacityBytes: u.CapacityBytes, Persistence: u.Persistence, At: u.MeasuredAt.Time}
-	s.nodes[key] = &nodeUsage{latest: fig, published: fig, measured: true}
+	// latest is as of now: a pod that does not answer gets UnmeasuredAfter from the seed.
+	latest := fig
+	latest.At = now
+	s.nodes[key] = &nodeUsage{latest: latest, published: fig, measured: true}
 }
 
 // record stores a figure (or why there is none: err) and tells whether the published one
@@ -116,8 +119,9 @@ func (s *usageStore) record(key types.NamespacedName, fig volumeusage.Figure, er
 
 // meaningful tells whether fig differs enough from the published one to be published.
 func meaningful(published, fig volumeusage.Figure) bool {
-	d := fig.Percent() - published.Percent()
-	return d >= 1 || d <= -1 || fig.CapacityBytes != published.CapacityBytes ||
+	d := fig.UsedBytes - published.UsedBytes
+	step := max(published.CapacityBytes/100, 1)
+	return d >= step || d <= -step || fig.CapacityBytes != published.CapacityBytes ||
 		fig.Persistence != published.Persistence || fig.At.Sub(published.At) >= RefreshAfter
 }
 
@@ -155,13 +159,16 @@ type usagePoller struct {
 func newUsagePoller(reader client.Reader, store *usageStore, interval time.Duration, port int) *usagePoller {
 	return &usagePoller{
 		reader: reader, store: store, interval: interval, port: port,
-		http: &http.Client{Timeout: fetchTimeout, Transport: &http.Transport{
+		http: &http.Client{Timeout: fetchTimeout, CheckRedirect: noRedirect, Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: fetchTimeout}).DialContext,
 			MaxIdleConnsPerHost: 1, IdleConnTimeout: 3 * interval, DisableCompression: true,
 		}},
 		wake: make(chan event.GenericEvent, 1024),
 	}
 }
+
+// noRedirect keeps a read on the pod it was meant for.
+func noRedirect(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 
 // NeedLeaderElection: only the leader reads the pods (its reconciles act on the figures).
 func (p *usagePoller) NeedLeaderElection() bool { return true }
@@ -223,7 +230,7 @@ func (p *usagePoller) measure(ctx context.Context, n *valkeyv1.ValkeyNode) {
 		usageFetches.WithLabelValues(fetchResult(err)).Inc()
 	}
 	if v := n.Status.Volume; v != nil {
-		p.store.seed(key, v.Usage)
+		p.store.seed(key, v.Usage, time.Now())
 	}
 	if p.store.record(key, fig, err, time.Now()) {
 		usagePublished.Inc()

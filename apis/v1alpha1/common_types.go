@@ -111,7 +111,7 @@ type PersistenceSpec struct {
 // AutoGrowSpec is when and how far a node's claim grows on its own.
 type AutoGrowSpec struct {
 	// ThresholdPercent of the volume in use (bytes used of the file system's size, as
-	// measured in the pod) above which the claim grows. A save (BGSAVE, an AOF rewrite)
+	// measured in the pod) at or above which the claim grows. A save (BGSAVE, an AOF rewrite)
 	// writes the data set again beside the one on disk, so at most 50 keeps room for one
 	// at any time; see docs/volumes.md for choosing it from maxmemory.
 	// +optional
@@ -133,7 +133,7 @@ type AutoGrowSpec struct {
 	MaxSize resource.Quantity `json:"maxSize"`
 }
 
-// Threshold is the usage percentage above which a claim grows (the default when unset).
+// Threshold is the usage percentage at or above which a claim grows (the default when unset).
 func (a *AutoGrowSpec) Threshold() int32 {
 	if a == nil || a.ThresholdPercent == 0 {
 		return DefaultAutoGrowThreshold

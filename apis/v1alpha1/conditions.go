@@ -343,7 +343,9 @@ const (
 	ReasonRestoreSourceMissing = "RestoreSourceMissing"
 	// ReasonRestoreSourceIncomplete (Restored=False): the backup is not Completed.
 	ReasonRestoreSourceIncomplete = "RestoreSourceIncomplete"
-	// ReasonRestoreRefused (Restored=False): the cluster's shards differ from the backup's.
+	// ReasonRestoreRefused (Restored=False): the cluster's shards differ from the backup's,
+	// or a restored node that does not serve yet reports VolumeHealthy=False (VolumeFull,
+	// PersistenceFailing); the message says which.
 	ReasonRestoreRefused = "RestoreRefused"
 )
 
