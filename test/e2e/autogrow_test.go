@@ -81,7 +81,11 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 				return ""
 			}
 			return string(c.Status) + "/" + c.Reason + ": " + c.Message
-		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(And(HavePrefix("True/VolumeUnhealthy"), ContainSubstring(primary.Name)))
+			// The server refuses PING with MISCONF too, so its pod may turn not Ready and
+			// Degraded say SlotsUnavailable first (it takes precedence); either way the
+			// message names the node's volume, its usage and what to do.
+		}).WithTimeout(time.Minute).WithPolling(time.Second).Should(And(HavePrefix("True/"),
+			ContainSubstring(primary.Name+"'s volume is unhealthy"), ContainSubstring("raise spec.persistence.size")))
 		Eventually(func() int { w.mu.Lock(); defer w.mu.Unlock(); return w.errs["MISCONF"] }).WithTimeout(2*time.Minute).WithPolling(time.Second).
 			Should(BeNumerically(">", 0), "writes refused with MISCONF once a save fails")
 		reportNode(cluster, primary.Name, "with its volume full at maxSize")
