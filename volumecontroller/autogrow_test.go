@@ -109,6 +109,14 @@ var _ = Describe("Volume usage and automatic growth", func() {
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeSized)).Should(Equal("True/Sized"))
 		return node, pvc
 	}
+	// measuredNode is a 16Mi node growing up to 64Mi whose pod (at ip) is measured healthy.
+	measuredNode := func(ctx context.Context, class *storagev1.StorageClass, ip string) (*valkeyv1.ValkeyNode, *fakePod) {
+		node, _ := autoGrowNode(ctx, class, "16Mi", "64Mi")
+		pod := startFakePod(ip, 16)
+		setPodIP(ctx, node, pod.ip)
+		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeHealthy)).Should(Equal("True/Healthy"))
+		return node, pod
+	}
 	requested := func(ctx context.Context, node *valkeyv1.ValkeyNode) func() string {
 		return func() string { return claimOf(ctx, node)().Spec.Resources.Requests.Storage().String() }
 	}
@@ -198,11 +206,7 @@ var _ = Describe("Volume usage and automatic growth", func() {
 	})
 
 	It("reports a server that cannot save, and a class that cannot grow, once", func(ctx context.Context) {
-		class := newClass(ctx, "fixed-"+ns, false, storagev1.VolumeBindingImmediate, nil)
-		node, _ := autoGrowNode(ctx, class, "16Mi", "64Mi")
-		pod := startFakePod("127.0.0.3", 16)
-		setPodIP(ctx, node, pod.ip)
-		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeHealthy)).Should(Equal("True/Healthy"))
+		node, pod := measuredNode(ctx, newClass(ctx, "fixed-"+ns, false, storagev1.VolumeBindingImmediate, nil), "127.0.0.3")
 
 		pod.persistence.Store(valkeystart.NewPersistenceState(true, true, true))
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeHealthy)).Should(Equal("False/PersistenceFailing"))
@@ -218,11 +222,7 @@ var _ = Describe("Volume usage and automatic growth", func() {
 	})
 
 	It("writes the usage only when it changes meaningfully, and says when it cannot measure", func(ctx context.Context) {
-		class := newClass(ctx, "steady-"+ns, true, storagev1.VolumeBindingImmediate, nil)
-		node, _ := autoGrowNode(ctx, class, "16Mi", "64Mi")
-		pod := startFakePod("127.0.0.4", 16)
-		setPodIP(ctx, node, pod.ip)
-		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeHealthy)).Should(Equal("True/Healthy"))
+		node, pod := measuredNode(ctx, newClass(ctx, "steady-"+ns, true, storagev1.VolumeBindingImmediate, nil), "127.0.0.4")
 		writes := controllerWrites.in(ns)
 		before := writes()["PATCH valkeynodes/status"]
 		Consistently(func() int { return writes()["PATCH valkeynodes/status"] }, 6*time.Second).Should(Equal(before),
