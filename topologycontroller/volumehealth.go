@@ -10,6 +10,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/internal/volumeusage"
 )
 
 // The volume controller reports each node's VolumeHealthy (a full volume, a server that
@@ -52,25 +53,11 @@ func usageOf(n *valkeyv1.ValkeyNode) string {
 		return ""
 	}
 	u := n.Status.Volume.Usage
-	out := fmt.Sprintf(", %d%% used: %s of %s", u.Percent, humanBytes(u.UsedBytes), humanBytes(u.CapacityBytes))
+	out := fmt.Sprintf(", %d%% used: %s of %s", u.Percent, volumeusage.Bytes(u.UsedBytes), volumeusage.Bytes(u.CapacityBytes))
 	if u.Persistence != "" && u.Persistence != "ok" {
 		out += ", failing: " + u.Persistence
 	}
 	return out
-}
-
-// humanBytes is n bytes to one decimal in the largest binary unit below it ("9.6GiB").
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%dB", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit && exp < 4; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTP"[exp])
 }
 
 // volumeFindings joins the findings of the wanted nodes with the advice; "" when none.

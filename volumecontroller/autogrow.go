@@ -129,7 +129,7 @@ func (r *Reconciler) autoGrow(ctx context.Context, node *valkeyv1.ValkeyNode, cl
 		current = capacity // the provider rounded up: grow from what the volume has
 	}
 	used := fmt.Sprintf("volume %d%% used (%s of %s), above the threshold of %d%%", fig.Percent(),
-		bytesOf(fig.UsedBytes), bytesOf(fig.CapacityBytes), spec.Threshold())
+		volumeusage.Bytes(fig.UsedBytes), volumeusage.Bytes(fig.CapacityBytes), spec.Threshold())
 	if current.Cmp(spec.MaxSize) >= 0 {
 		if r.grower.tellOnce(node.UID, "limit "+current.String()) {
 			r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventAutoGrowLimitReached, "AutoGrow",

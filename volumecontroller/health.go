@@ -87,7 +87,7 @@ func notMeasured(last *valkeyv1.VolumeUsage, why string) metav1.Condition {
 	msg := why
 	if last != nil {
 		msg += fmt.Sprintf("; last figure %d%% used (%s of %s) at %s", last.Percent,
-			bytesOf(last.UsedBytes), bytesOf(last.CapacityBytes), last.MeasuredAt.UTC().Format(time.RFC3339))
+			volumeusage.Bytes(last.UsedBytes), volumeusage.Bytes(last.CapacityBytes), last.MeasuredAt.UTC().Format(time.RFC3339))
 	}
 	return metav1.Condition{Type: valkeyv1.ConditionVolumeHealthy, Status: metav1.ConditionUnknown, Reason: valkeyv1.ReasonNotMeasured, Message: msg}
 }
@@ -97,7 +97,7 @@ const whatToDo = "raise spec.persistence.size, enable spec.persistence.autoGrow 
 
 // healthVerdict is VolumeHealthy for a figure of a pod that answers.
 func healthVerdict(f volumeusage.Figure) metav1.Condition {
-	used := fmt.Sprintf("%d%% used (%s of %s)", f.Percent(), bytesOf(f.UsedBytes), bytesOf(f.CapacityBytes))
+	used := fmt.Sprintf("%d%% used (%s of %s)", f.Percent(), volumeusage.Bytes(f.UsedBytes), volumeusage.Bytes(f.CapacityBytes))
 	switch {
 	case f.Failing():
 		return status.Condition(valkeyv1.ConditionVolumeHealthy, false, valkeyv1.ReasonPersistenceFailing, fmt.Sprintf(
@@ -125,15 +125,6 @@ func failingSaves(kinds string) string {
 		}
 	}
 	return strings.Join(out, ", ")
-}
-
-// bytesOf writes a byte count for people: 1.50Gi, 812.3Mi.
-func bytesOf(n int64) string {
-	const mi, gi = 1 << 20, 1 << 30
-	if n >= gi {
-		return fmt.Sprintf("%.2fGi", float64(n)/gi)
-	}
-	return fmt.Sprintf("%.1fMi", float64(n)/mi)
 }
 
 // ephemeralHealth is VolumeHealthy without persistence.

@@ -62,6 +62,21 @@ func (f Figure) Failing() bool {
 	return f.Persistence != PersistenceOK && f.Persistence != PersistenceUnknown
 }
 
+// Bytes writes a byte count for people, to one decimal in the largest binary unit below it
+// ("9.6GiB", "812.3MiB"): the one form of the volume controller's and topology's messages.
+func Bytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%dB", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f%ciB", float64(n)/float64(div), "KMGTP"[exp])
+}
+
 // Measure reads the file system of dir: the bytes in use and the bytes the server can use
 // (used plus what is available to a user that is not root).
 func Measure(dir string) (used, capacity int64, err error) {
