@@ -35,11 +35,8 @@ const growStep = 1 << 20
 // it to when that is larger. A size raised by hand past the grown one takes over.
 func desiredSize(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) (resource.Quantity, bool) {
 	floor := node.Spec.Persistence.Size
-	if claim == nil || node.Spec.Persistence.AutoGrow == nil {
-		return floor, false
-	}
-	grown, err := resource.ParseQuantity(claim.Annotations[AnnotationAutoGrownTo])
-	if err != nil || grown.Cmp(floor) <= 0 {
+	grown, ok := grownPast(node, claim)
+	if !ok || node.Spec.Persistence.AutoGrow == nil {
 		return floor, false
 	}
 	if limit := node.Spec.Persistence.AutoGrow.MaxSize; grown.Cmp(limit) > 0 {
@@ -54,14 +51,23 @@ func desiredSize(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim)
 // grownTo is status.volume.autoGrownTo: the size autoGrow grew the claim to, while it is
 // above persistence.size.
 func grownTo(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) string {
+	if grown, ok := grownPast(node, claim); ok {
+		return grown.String()
+	}
+	return ""
+}
+
+// grownPast is the size the claim's annotation says autoGrow grew it to, when that is more
+// than persistence.size.
+func grownPast(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) (resource.Quantity, bool) {
 	if claim == nil {
-		return ""
+		return resource.Quantity{}, false
 	}
 	grown, err := resource.ParseQuantity(claim.Annotations[AnnotationAutoGrownTo])
 	if err != nil || grown.Cmp(node.Spec.Persistence.Size) <= 0 {
-		return ""
+		return resource.Quantity{}, false
 	}
-	return grown.String()
+	return grown, true
 }
 
 // nextSize is the claim's next size: current plus the increment (a percentage of current or a

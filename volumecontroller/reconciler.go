@@ -16,6 +16,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/internal/volumeusage"
 )
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeynodes,verbs=get;list;watch;patch
@@ -66,6 +67,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 
+	usage := r.usageReportOf(node)
 	if !node.DeletionTimestamp.IsZero() {
 		rep, gone, err := r.reconcileDelete(ctx, node)
 		if gone {
@@ -73,13 +75,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		snap, serr := r.reconcileSnapshot(ctx, node)
 		rep.Snapshot = snap
-		r.reportUsage(node, &rep)
+		r.reportUsage(node, usage, &rep)
 		return requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	}
-	rep, err := r.reconcileNormal(ctx, node)
+	rep, err := r.reconcileNormal(ctx, node, usage.Figure)
 	snap, serr := r.reconcileSnapshot(ctx, node)
 	rep.Snapshot = snap
-	r.reportUsage(node, &rep)
+	r.reportUsage(node, usage, &rep)
 	res, err := requeue.Settle(ctx, errors.Join(err, serr, client.IgnoreNotFound(r.applyStatus(ctx, node, rep))))
 	if err == nil && res.RequeueAfter == 0 {
 		res.RequeueAfter = rep.RetryAfter
@@ -89,7 +91,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
 // asked, and reports it.
-func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyNode) (report, error) {
+func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyNode, fig *volumeusage.Figure) (report, error) {
 	if node.Spec.Persistence == nil {
 		return ephemeralReport(), nil
 	}
@@ -121,7 +123,6 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	}
 	blocked, err := r.reconcileSize(ctx, node, claim, class)
 	if blocked == nil && err == nil {
-		fig := usageOf(node, r.usage.get(client.ObjectKeyFromObject(node))).Figure
 		err = r.autoGrow(ctx, node, claim, class, fig)
 	}
 	rep := claimReport(node, claim, class, blocked)

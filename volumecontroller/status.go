@@ -113,14 +113,18 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 	return vs
 }
 
+// usageReportOf is what the node's published figure gives its status, read once per
+// reconcile (autoGrow acts on its figure).
+func (r *Reconciler) usageReportOf(node *valkeyv1.ValkeyNode) usageReport {
+	if node.Spec.Persistence == nil {
+		return usageReport{Healthy: ephemeralHealth()}
+	}
+	return usageOf(node, r.usage.get(client.ObjectKeyFromObject(node)))
+}
+
 // reportUsage adds VolumeHealthy and status.volume.usage to the report, with an event when
 // VolumeHealthy turns False or back to True.
-func (r *Reconciler) reportUsage(node *valkeyv1.ValkeyNode, rep *report) {
-	if node.Spec.Persistence == nil {
-		rep.Healthy = ephemeralHealth()
-		return
-	}
-	u := usageOf(node, r.usage.get(client.ObjectKeyFromObject(node)))
+func (r *Reconciler) reportUsage(node *valkeyv1.ValkeyNode, u usageReport, rep *report) {
 	rep.Healthy = u.Healthy
 	if rep.Volume != nil && u.Usage != nil {
 		v := *rep.Volume
