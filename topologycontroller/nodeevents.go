@@ -4,7 +4,6 @@ import (
 	"strconv"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -19,16 +18,7 @@ import (
 // pod that is not ready yet change nothing the controller decides, and are dropped: during
 // a fan-out they are most of a node's status updates.
 func workloadGateChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc:  func(event.CreateEvent) bool { return false },
-		DeleteFunc:  func(event.DeleteEvent) bool { return false },
-		GenericFunc: func(event.GenericEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
-			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
-			return ok1 && ok2 && workloadGate(o) != workloadGate(n)
-		},
-	}
+	return nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return workloadGate(o) != workloadGate(n) })
 }
 
 // workloadGate is what the topology controller reads of n's WorkloadReady.

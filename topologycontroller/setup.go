@@ -273,11 +273,7 @@ func nodeChanged() predicate.Predicate {
 		status.ConditionChanged(valkeyv1.ConditionVolumeHealthy),
 		volumeSizeChanged(),
 		workloadGateChanged(),
-		predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
-			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
-			return ok1 && ok2 && podIP(o) != podIP(n)
-		}},
+		nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return podIP(o) != podIP(n) }),
 	)
 }
 
@@ -293,19 +289,26 @@ func changedByOthers() predicate.Predicate {
 	}
 }
 
-// deletingDrainedChanged passes an update of a node being deleted whose Drained changed.
-func deletingDrainedChanged() predicate.Predicate {
+// nodeUpdate passes only the updates of a ValkeyNode for which changed(old, new) holds.
+func nodeUpdate(changed func(o, n *valkeyv1.ValkeyNode) bool) predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		DeleteFunc: func(event.DeleteEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
 			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
-			return ok1 && ok2 && !n.DeletionTimestamp.IsZero() &&
-				status.IsTrue(o.Status.Conditions, valkeyv1.ConditionDrained) != status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained)
+			return ok1 && ok2 && changed(o, n)
 		},
 		GenericFunc: func(event.GenericEvent) bool { return false },
 	}
+}
+
+// deletingDrainedChanged passes an update of a node being deleted whose Drained changed.
+func deletingDrainedChanged() predicate.Predicate {
+	return nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool {
+		return !n.DeletionTimestamp.IsZero() &&
+			status.IsTrue(o.Status.Conditions, valkeyv1.ConditionDrained) != status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained)
+	})
 }
 
 func podIP(n *valkeyv1.ValkeyNode) string {
@@ -318,16 +321,7 @@ func podIP(n *valkeyv1.ValkeyNode) string {
 // volumeSizeChanged passes an update that changes a node's status.volume.capacity or
 // status.volume.autoGrownTo.
 func volumeSizeChanged() predicate.Predicate {
-	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
-		DeleteFunc: func(event.DeleteEvent) bool { return false },
-		UpdateFunc: func(e event.UpdateEvent) bool {
-			o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyNode)
-			n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyNode)
-			return ok1 && ok2 && volumeSize(o) != volumeSize(n)
-		},
-		GenericFunc: func(event.GenericEvent) bool { return false },
-	}
+	return nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return volumeSize(o) != volumeSize(n) })
 }
 
 // volumeSize is a node's claim capacity and autoGrow size, as reported.
