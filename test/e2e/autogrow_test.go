@@ -114,17 +114,10 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 // claimsAtLeast counts the cluster's claims whose capacity is at least size.
 func claimsAtLeast(c *v1.ValkeyCluster, size string) int {
 	want := resource.MustParse(size)
-	n := 0
-	for _, node := range clusterNodes(c) {
-		var pvc corev1.PersistentVolumeClaim
-		if k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ClaimName(node.Name)}, &pvc) != nil {
-			continue
-		}
-		if got, ok := pvc.Status.Capacity[corev1.ResourceStorage]; ok && got.Cmp(want) >= 0 {
-			n++
-		}
-	}
-	return n
+	return countClaims(c, func(pvc *corev1.PersistentVolumeClaim) bool {
+		got, ok := pvc.Status.Capacity[corev1.ResourceStorage]
+		return ok && got.Cmp(want) >= 0
+	})
 }
 
 // grownInPod counts the nodes whose measured file system is at least bytes.

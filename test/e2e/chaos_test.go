@@ -242,13 +242,18 @@ func expectRolled(c *v1.ValkeyCluster) {
 // claimsRequesting counts the cluster's claims that request size.
 func claimsRequesting(c *v1.ValkeyCluster, size string) int {
 	want := resource.MustParse(size)
+	return countClaims(c, func(pvc *corev1.PersistentVolumeClaim) bool {
+		req := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
+		return req.Cmp(want) == 0
+	})
+}
+
+// countClaims counts the cluster's claims (those that exist) for which ok holds.
+func countClaims(c *v1.ValkeyCluster, ok func(*corev1.PersistentVolumeClaim) bool) int {
 	count := 0
 	for _, n := range clusterNodes(c) {
 		var pvc corev1.PersistentVolumeClaim
-		if k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ClaimName(n.Name)}, &pvc) != nil {
-			continue
-		}
-		if req := pvc.Spec.Resources.Requests[corev1.ResourceStorage]; req.Cmp(want) == 0 {
+		if k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ClaimName(n.Name)}, &pvc) == nil && ok(&pvc) {
 			count++
 		}
 	}
