@@ -244,12 +244,26 @@ func (r *Reconciler) adopt(ctx context.Context, node *valkeyv1.ValkeyNode, claim
 // restoreLabels puts the node's labels back on its own claim (someone removed them, which
 // hides the claim from the label-filtered cache).
 func (r *Reconciler) restoreLabels(ctx context.Context, node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) error {
+	want := valkeyv1.NodeLabels(node)
+	if hasLabels(claim, want) {
+		return nil
+	}
 	base := claim.DeepCopy()
-	setLabels(claim, valkeyv1.NodeLabels(node))
+	setLabels(claim, want)
 	if err := r.Patch(ctx, claim, client.MergeFrom(base)); err != nil {
 		return fmt.Errorf("restore labels of claim %s: %w", claim.Name, err)
 	}
 	return nil
+}
+
+// hasLabels tells whether a claim carries every one of labels already.
+func hasLabels(claim *corev1.PersistentVolumeClaim, labels map[string]string) bool {
+	for k, v := range labels {
+		if claim.Labels[k] != v {
+			return false
+		}
+	}
+	return true
 }
 
 // setLabels sets labels on a claim, keeping its other labels.

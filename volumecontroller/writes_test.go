@@ -14,8 +14,11 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// writeCounter counts, per namespace, the writes the controller's client sends to the API
-// server, by method and resource ("PATCH valkeynodes/status"), seen at its HTTP transport.
+// writeCounter counts, per namespace, the writes of the controller's client the API server
+// accepted, by method and resource ("PATCH valkeynodes/status"), seen at its HTTP
+// transport. A write refused with a conflict changed nothing: a reconcile that read a node
+// or a claim from a cache not yet showing the controller's own last write sends a finalizer
+// patch whose optimistic lock fails, or a create of a claim that exists.
 type writeCounter struct {
 	mu    sync.Mutex
 	count map[string]map[string]int
@@ -26,10 +29,11 @@ var controllerWrites = &writeCounter{count: map[string]map[string]int{}}
 // wrap is a rest.Config WrapTransport that counts.
 func (w *writeCounter) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
-		if req.Method != http.MethodGet {
+		resp, err := rt.RoundTrip(req)
+		if err == nil && req.Method != http.MethodGet && resp.StatusCode < http.StatusBadRequest {
 			w.record(req.Method, req.URL.Path)
 		}
-		return rt.RoundTrip(req)
+		return resp, err
 	})
 }
 
