@@ -36,6 +36,8 @@ type Reconciler struct {
 	aclForms aclForms
 	// saves are the BGSAVEs of backups under way (see backupsave.go).
 	saves *saveBook
+	// live is what live config each server was given (see liveconfig.go).
+	live liveBook
 }
 
 // short is the requeue delay while Valkey-side work is in progress (Valkey is not a
@@ -51,6 +53,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if !vc.DeletionTimestamp.IsZero() {
 		// The outside-cluster reconciler reports Drained=True ClusterDeleting on the nodes.
 		r.converging.forget(vc.UID)
+		r.live.forget(vc.UID)
 		return ctrl.Result{}, nil
 	}
 	res, err := r.reconcileNormal(ctx, &vc)
@@ -109,7 +112,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)
 	}
-	r.reloadCertificates(ctx, st, certificate)
+	r.serverSettings(ctx, st, certificate)
 	if err := r.protect(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
@@ -168,6 +171,13 @@ func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluste
 		return credentials{}, nil, err
 	}
 	return credentials{user: valkeyv1.OperatorUser, password: opPassword, defaultPassword: defaultPassword}, plan, nil
+}
+
+// serverSettings brings what each server runs without a restart up to date: its TLS
+// certificate and the live keys of spec.config.
+func (r *Reconciler) serverSettings(ctx context.Context, st *clusterState, certificate *bundle) {
+	r.reloadCertificates(ctx, st, certificate)
+	r.applyLiveConfig(ctx, st)
 }
 
 // phase is one step of converge: it reports whether it changed something in Valkey (or

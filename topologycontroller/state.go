@@ -59,6 +59,10 @@ type clusterState struct {
 	restoredCond *metav1.Condition
 	// headroom is the cluster's VolumeHeadroom (nil without spec.persistence).
 	headroom *metav1.Condition
+	// config is each node's ConfigApplied decided this round, by node name; configApplied
+	// the cluster's (nil when no server answered). See liveconfig.go.
+	config        map[string]*metav1.Condition
+	configApplied *metav1.Condition
 	// backupUnderway names the cluster's backup that holds slot moves (see backupUnderway).
 	backupUnderway string
 }

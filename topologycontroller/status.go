@@ -83,6 +83,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.headroom != nil {
 		cst.Conditions = append(cst.Conditions, *st.headroom)
 	}
+	if st.configApplied != nil {
+		cst.Conditions = append(cst.Conditions, *st.configApplied)
+	}
 	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}
@@ -99,15 +102,26 @@ func (r *Reconciler) applyRollOnly(ctx context.Context, st *clusterState, n *val
 	return r.Status.ApplyNode(ctx, n, r.nodeShare(st, n))
 }
 
-// nodeShare is the topology controller's status of n: ClusterJoined, RollApproved, Drained
-// while n is deleted, status.topology, and a backup's saved point while it needs it.
+// nodeShare is the topology controller's status of n: ClusterJoined, RollApproved,
+// ConfigApplied once its server answered, Drained while n is deleted, status.topology, and a backup's saved point while it needs it.
 func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.TopologyShare {
 	conds := []metav1.Condition{st.out[n.Name].joined, rollApproval(st, n)}
+	if c := configApplied(st, n); c != nil {
+		conds = append(conds, *c)
+	}
 	if !n.DeletionTimestamp.IsZero() {
 		ok, reason, msg := drainedStatus(st, n)
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, ok, reason, msg))
 	}
 	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.out[n.Name].topo}, st.savedPoints[n.Name])
+}
+
+// configApplied is n's ConfigApplied: as decided this round, else as it was.
+func configApplied(st *clusterState, n *valkeyv1.ValkeyNode) *metav1.Condition {
+	if c := st.config[n.Name]; c != nil {
+		return c
+	}
+	return status.Get(n.Status.Conditions, valkeyv1.ConditionConfigApplied)
 }
 
 // rollApproval is n's RollApproved: as decided this round; else an approval written before

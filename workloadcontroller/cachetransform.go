@@ -6,6 +6,8 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 // The cache transforms below drop what the controller never reads of a cached object (a
@@ -57,8 +59,13 @@ func slimNode(o any) (any, error) {
 // the SHA-256 of its valkey.conf, which slimConfigMap keeps in place of the content.
 const cachedConfigDigest = "valkey.io/cached-config-sha256"
 
-// slimConfigMap keeps of a ConfigMap its metadata and the digest of its valkey.conf: the
-// controller only compares the content with the desired one (configMatches).
+// cachedRestartDigest is the SHA-256 of the ConfigMap's valkey.conf without the lines
+// CONFIG SET applies (valkeyconf.RestartPart), also only on the cached copy.
+const cachedRestartDigest = "valkey.io/cached-restart-config-sha256"
+
+// slimConfigMap keeps of a ConfigMap its metadata and the digests of its valkey.conf: the
+// controller only compares the content with the desired one (configMatches,
+// restartConfigMatches).
 func slimConfigMap(o any) (any, error) {
 	if cm, ok := o.(*corev1.ConfigMap); ok {
 		cm.ManagedFields = nil
@@ -67,6 +74,7 @@ func slimConfigMap(o any) (any, error) {
 				cm.Annotations = map[string]string{}
 			}
 			cm.Annotations[cachedConfigDigest] = configDigest(conf)
+			cm.Annotations[cachedRestartDigest] = configDigest(valkeyconf.RestartPart(conf))
 		}
 		cm.Data, cm.BinaryData = nil, nil
 	}
@@ -77,6 +85,13 @@ func slimConfigMap(o any) (any, error) {
 func configMatches(cm *corev1.ConfigMap, conf string) bool {
 	d, ok := cm.Annotations[cachedConfigDigest]
 	return ok && d == configDigest(conf)
+}
+
+// restartConfigMatches tells whether the cached ConfigMap cm holds conf apart from the
+// values CONFIG SET applies.
+func restartConfigMatches(cm *corev1.ConfigMap, conf string) bool {
+	d, ok := cm.Annotations[cachedRestartDigest]
+	return ok && d == configDigest(valkeyconf.RestartPart(conf))
 }
 
 func configDigest(conf string) string {

@@ -36,8 +36,27 @@ type ConfigError = valkeyconf.ConfigError
 // (the config itself never holds a password), and announce: hostname announces the pod's
 // DNS name under the cluster domain. A refused config is a *ConfigError.
 func renderConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, error) {
+	return renderConfigOf(node, clusterDomain, node.Spec.Config)
+}
+
+// restartConfig is what of the node's valkey.conf needs a restart when it changes: a
+// cluster node's config without the keys the topology controller applies live (CONFIG SET,
+// see valkeyconf.LiveKeys); a node outside any cluster restarts for every key.
+func restartConfig(node *valkeyv1.ValkeyNode, clusterDomain, conf string) (string, error) {
+	if !appliesLive(node) {
+		return conf, nil
+	}
+	return renderConfigOf(node, clusterDomain, valkeyconf.WithoutLive(node.Spec.Config))
+}
+
+// appliesLive tells whether the node's live keys are applied without a restart: a cluster
+// node's are, by the topology controller (ConfigApplied).
+func appliesLive(node *valkeyv1.ValkeyNode) bool { return node.Spec.ClusterName != "" }
+
+// renderConfigOf renders the node's valkey.conf with config as its spec.config.
+func renderConfigOf(node *valkeyv1.ValkeyNode, clusterDomain string, config map[string]string) (string, error) {
 	spec := &node.Spec
-	p := valkeyconf.Params{DataDir: DataDir, Config: spec.Config}
+	p := valkeyconf.Params{DataDir: DataDir, Config: config}
 	if spec.Announce == valkeyv1.AnnounceHostname {
 		p.AnnounceHostname = node.PodDNSName(clusterDomain)
 	}

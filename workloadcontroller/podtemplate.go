@@ -63,14 +63,19 @@ func buildDesired(node *valkeyv1.ValkeyNode, opts Options) (*desired, error) {
 	if kind == "" {
 		kind = valkeyv1.WorkloadStatefulSet
 	}
+	restart, err := restartConfig(node, opts.ClusterDomain, conf)
+	if err != nil {
+		return nil, err
+	}
 	tmpl := podTemplate(node, opts)
-	hash := templateHash(kind, tmpl, conf)
+	hash := templateHash(kind, tmpl, restart)
 	tmpl.Annotations = map[string]string{AnnotationTemplateHash: hash}
 	return &desired{kind: kind, config: conf, template: tmpl, hash: hash}, nil
 }
 
 // templateHash is a short hash of everything that, when changed, must restart the pod. The
-// volume size is not in it: the claim is referenced by name, so a resize never rolls.
+// volume size is not in it: the claim is referenced by name, so a resize never rolls; nor
+// are a cluster node's live config values (restartConfig): they are set with CONFIG SET.
 func templateHash(kind valkeyv1.WorkloadType, tmpl corev1.PodTemplateSpec, conf string) string {
 	b, err := json.Marshal(struct {
 		Kind     valkeyv1.WorkloadType  `json:"kind"`

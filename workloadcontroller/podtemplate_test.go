@@ -36,7 +36,13 @@ func TestTemplateHash(t *testing.T) {
 		{"volume size", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("10Gi") }, false},
 		{"reclaim policy", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.ReclaimPolicy = valkeyv1.ReclaimDelete }, false},
 		{"image", func(n *valkeyv1.ValkeyNode) { n.Spec.Image = "valkey/valkey:9.0" }, true},
-		{"config", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1gb"} }, true},
+		{"config", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxclients": "500"} }, true},
+		// The topology controller sets a cluster node's live keys with CONFIG SET.
+		{"live config of a cluster node", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1gb"} }, false},
+		{"live config of a node alone", func(n *valkeyv1.ValkeyNode) {
+			n.Spec.ClusterName = ""
+			n.Spec.Config = map[string]string{"maxmemory": "1gb"}
+		}, true},
 		{"AOF", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.AOF = &valkeyv1.AOFSpec{Enabled: true} }, true},
 		{"no persistence", func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence = nil }, true},
 		// A cluster node's server starts with the default user's password from the ACL

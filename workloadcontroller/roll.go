@@ -72,7 +72,7 @@ func (r *Reconciler) keepUpToDate(ctx context.Context, node *valkeyv1.ValkeyNode
 	if rolling {
 		rollFrom = wl.rollFrom
 	}
-	drifted := cur.cm == nil || !configMatches(cur.cm, want.config) || wl.replicas != 1 || len(cur.workloads) > 1
+	drifted := cur.cm == nil || !configCurrent(node, cur.cm, want.config) || wl.replicas != 1 || len(cur.workloads) > 1
 	if drifted || rollFrom != wl.rollFrom {
 		if err := r.apply(ctx, node, cur, want, rollFrom); err != nil {
 			if wl.rollFrom != "" {
@@ -90,6 +90,19 @@ func (r *Reconciler) keepUpToDate(ctx context.Context, node *valkeyv1.ValkeyNode
 			"pod %s runs template %s and is Ready", cur.pod.Name, want.hash)
 	}
 	return upToDate(wl, want.hash), nil
+}
+
+// configCurrent tells whether the ConfigMap cm needs no new content: it holds conf, or, for
+// a cluster node whose live values the topology controller has not applied yet
+// (ConfigApplied not True at this generation), conf apart from those values. The new live
+// values are written to the ConfigMap only once the server took them, so that a restarted
+// server never starts on a value its running twin refused.
+func configCurrent(node *valkeyv1.ValkeyNode, cm *corev1.ConfigMap, conf string) bool {
+	if configMatches(cm, conf) {
+		return true
+	}
+	return appliesLive(node) && !status.IsCurrentTrue(node, node.Status.Conditions, valkeyv1.ConditionConfigApplied) &&
+		restartConfigMatches(cm, conf)
 }
 
 // upToDate is RollPending=False for a workload that has the desired template.

@@ -12,11 +12,12 @@ const (
 var (
 	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized, ConditionVolumeHealthy}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
-	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
-	// the spec is set (spec.tls, spec.users, spec.persistence).
-	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom}
+	// the spec is set (spec.tls, spec.users, spec.persistence), or, for ConfigApplied, once
+	// a server answered.
+	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom, ConditionConfigApplied}
 )
 
 // Finalizers.
@@ -123,6 +124,18 @@ const (
 	// ConditionDrained is set while the node is being deleted: True once it owns no slots
 	// (or needs no drain), False while slots move off it.
 	ConditionDrained = "Drained"
+	// ConditionConfigApplied (node and cluster) is True when the servers run the live keys
+	// of spec.config (valkeyconf.LiveKeys) as the spec gives them, set with CONFIG SET
+	// without a restart (reason AppliedLive); False (ConfigRefused) when a server refused
+	// them, with its error: it runs as it was, all or nothing. The workload controller
+	// writes new live values to the node's ConfigMap only once this is True at the node's
+	// generation.
+	ConditionConfigApplied = "ConfigApplied"
+	ReasonAppliedLive      = "AppliedLive"
+	ReasonConfigRefused    = "ConfigRefused"
+	// ReasonServerUnreachable (ConfigApplied=Unknown): the node's server does not answer;
+	// its live keys are set once it does.
+	ReasonServerUnreachable = "ServerUnreachable"
 
 	ReasonJoined             = "Joined"
 	ReasonWaitingForWorkload = "WaitingForWorkload"

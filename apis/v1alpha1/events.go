@@ -145,4 +145,10 @@ const (
 	EventBackupSkipped = "BackupSkipped"
 	// EventRestored (Normal, ValkeyCluster).
 	EventRestored = "Restored"
+	// EventConfigApplied (cluster): changed live keys of spec.config were set on servers
+	// with CONFIG SET, without a restart.
+	EventConfigApplied = "ConfigApplied"
+	// EventConfigRefused (cluster, Warning): a server refused the live keys of spec.config;
+	// it runs as it was.
+	EventConfigRefused = "ConfigRefused"
 )

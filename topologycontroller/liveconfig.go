@@ -1,0 +1,196 @@
+package topologycontroller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/valkey-io/valkey-go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
+	"valkey.io/operator/internal/valkeyconf"
+)
+
+// Live config (see docs/contract.md, "Live config"): the keys of spec.config a server
+// takes at runtime (valkeyconf.LiveKeys) are set on every reachable server with one
+// CONFIG SET, which the server applies all or none of; the workload controller leaves them
+// out of the pod template's hash, so changing them restarts nothing. A server is set again
+// only when it restarted (a new run_id) or the values changed.
+
+// liveRecord is what one server was given: its run_id and the values' fingerprint, and the
+// server's refusal ("" when it took them).
+type liveRecord struct {
+	runID   string
+	fp      uint64
+	refused string
+}
+
+// liveBook holds the records of every cluster's servers.
+type liveBook struct {
+	mu       sync.Mutex
+	clusters map[types.UID]map[string]liveRecord // cluster → node name → record
+}
+
+func (b *liveBook) of(cluster types.UID) map[string]liveRecord {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.clusters[cluster]
+}
+
+// keep replaces a cluster's records (the nodes it no longer has go).
+func (b *liveBook) keep(cluster types.UID, recs map[string]liveRecord) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.clusters == nil {
+		b.clusters = map[types.UID]map[string]liveRecord{}
+	}
+	b.clusters[cluster] = recs
+}
+
+func (b *liveBook) forget(cluster types.UID) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	delete(b.clusters, cluster)
+}
+
+// liveOutcome is what the round did with the live keys, for the cluster's condition and
+// events.
+type liveOutcome struct {
+	set      []string // nodes whose changed values were set this round
+	refused  []string // "node: error"
+	answered int      // servers that run the values
+	waiting  []string // nodes whose server did not answer
+}
+
+// applyLiveConfig sets the live keys of spec.config on every reachable server that does
+// not run them yet, and decides each node's ConfigApplied and the cluster's.
+func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
+	prev := r.live.of(st.cluster.UID)
+	next := make(map[string]liveRecord, len(st.nodes))
+	st.config = make(map[string]*metav1.Condition, len(st.nodes))
+	var out liveOutcome
+	for _, n := range st.nodes {
+		want := valkeyconf.Live(n.Spec.Config)
+		rec, had := prev[n.Name]
+		m := st.members[n.Name]
+		if !m.reachable() {
+			if had {
+				next[n.Name] = rec
+			}
+			out.waiting = append(out.waiting, n.Name)
+			st.config[n.Name] = unreachableConfig(n)
+			continue
+		}
+		fresh := liveRecord{runID: m.repl["run_id"], fp: valkeyconf.Fingerprint(want)}
+		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {
+			refused, err := setLive(ctx, st.cs, m.addr, want)
+			if err != nil { // not an answer of the server: tried again next round
+				out.waiting = append(out.waiting, n.Name)
+				st.config[n.Name] = unreachableConfig(n)
+				continue
+			}
+			fresh.refused = refused
+			if had && rec.fp != fresh.fp && refused == "" {
+				out.set = append(out.set, n.Name)
+			}
+			rec = fresh
+		}
+		next[n.Name] = rec
+		st.config[n.Name] = nodeConfigCondition(n, rec)
+		if rec.refused != "" {
+			out.refused = append(out.refused, n.Name+": "+rec.refused)
+		} else {
+			out.answered++
+		}
+	}
+	r.live.keep(st.cluster.UID, next)
+	r.reportLiveConfig(st, out)
+}
+
+// setLive sends one CONFIG SET of every live key. refused is the server's error; err is
+// any other failure (no answer).
+func setLive(ctx context.Context, cs *conns, addr string, want map[string]string) (refused string, err error) {
+	res, err := cs.do(ctx, addr, valkeyconf.SetArgs(want)...)
+	if err != nil {
+		return "", err
+	}
+	err = res.Error()
+	var ve *valkey.ValkeyError
+	if errors.As(err, &ve) {
+		return ve.Error(), nil
+	}
+	return "", err
+}
+
+// nodeConfigCondition is a node's ConfigApplied from what its server was given.
+func nodeConfigCondition(n *valkeyv1.ValkeyNode, rec liveRecord) *metav1.Condition {
+	named := valkeyconf.Named(n.Spec.Config)
+	if rec.refused != "" {
+		c := status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonConfigRefused, fmt.Sprintf(
+			"the server refused CONFIG SET of spec.config's live keys (%s): %s; it runs as it was (the server takes all of them or none), "+
+				"and its ConfigMap keeps the values it runs: correct spec.config", orNone(named), rec.refused))
+		return &c
+	}
+	c := status.Condition(valkeyv1.ConditionConfigApplied, true, valkeyv1.ReasonAppliedLive, fmt.Sprintf(
+		"the server runs spec.config's live keys (%s; the others at their defaults), set without a restart", orNone(named)))
+	return &c
+}
+
+// unreachableConfig keeps a node's ConfigApplied while its server does not answer: as it
+// was when it still holds for the node's generation, Unknown otherwise.
+func unreachableConfig(n *valkeyv1.ValkeyNode) *metav1.Condition {
+	if cur := status.Get(n.Status.Conditions, valkeyv1.ConditionConfigApplied); cur != nil && cur.ObservedGeneration == n.Generation {
+		c := *cur
+		return &c
+	}
+	c := status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonServerUnreachable,
+		"the server does not answer: spec.config's live keys are set once it does")
+	c.Status = metav1.ConditionUnknown
+	return &c
+}
+
+// reportLiveConfig decides the cluster's ConfigApplied and sends its events: one Normal
+// event for the servers given changed values this round, one Warning for new refusals.
+func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
+	named := orNone(valkeyconf.Named(st.cluster.Spec.Config))
+	if len(out.set) > 0 {
+		sort.Strings(out.set)
+		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeNormal, valkeyv1.EventConfigApplied, "SetConfig",
+			"set spec.config's live keys (%s) on %s without a restart", named, strings.Join(out.set, ", "))
+	}
+	var c metav1.Condition
+	switch {
+	case len(out.refused) > 0:
+		sort.Strings(out.refused)
+		msg := fmt.Sprintf("servers refused spec.config's live keys (%s), and run as they were: %s; correct spec.config",
+			named, strings.Join(out.refused, "; "))
+		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionConfigApplied); cur == nil || cur.Message != msg {
+			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, valkeyv1.EventConfigRefused, "SetConfig", "%s", msg)
+		}
+		c = status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonConfigRefused, msg)
+	case out.answered == 0:
+		return // no server answered yet: nothing to say
+	default:
+		msg := fmt.Sprintf("%d servers run spec.config's live keys (%s), set without a restart", out.answered, named)
+		if len(out.waiting) > 0 {
+			sort.Strings(out.waiting)
+			msg += fmt.Sprintf("; %s get them once they answer", strings.Join(out.waiting, ", "))
+		}
+		c = status.Condition(valkeyv1.ConditionConfigApplied, true, valkeyv1.ReasonAppliedLive, msg)
+	}
+	st.configApplied = &c
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none set"
+	}
+	return s
+}
