@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -22,12 +24,15 @@ import (
 // takes at runtime (valkeyconf.LiveKeys) are set on every reachable server with one
 // CONFIG SET, which the server applies all or none of; the workload controller leaves them
 // out of the pod template's hash, so changing them restarts nothing. A server is set again
-// only when it restarted (a new run_id) or the values changed.
+// only when it restarted (a new run_id) or the values changed; a key removed from
+// spec.config is set back to its default. Keys spec.config never named are left as the
+// server has them.
 
-// liveRecord is what one server was given: its run_id and the values' fingerprint, and the
-// server's refusal ("" when it took them).
+// liveRecord is what one server was given: its run_id, the live keys of spec.config and
+// their values' fingerprint, and the server's refusal ("" when it took them).
 type liveRecord struct {
 	runID   string
+	keys    []string
 	fp      uint64
 	refused string
 }
@@ -77,7 +82,6 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 	st.config = make(map[string]*metav1.Condition, len(st.nodes))
 	var out liveOutcome
 	for _, n := range st.nodes {
-		want := valkeyconf.Live(n.Spec.Config)
 		rec, had := prev[n.Name]
 		m := st.members[n.Name]
 		if !m.reachable() {
@@ -88,15 +92,19 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			st.config[n.Name] = unreachableConfig(n)
 			continue
 		}
-		fresh := liveRecord{runID: m.repl["run_id"], fp: valkeyconf.Fingerprint(want)}
+		named := valkeyconf.NamedLive(n.Spec.Config)
+		fresh := liveRecord{runID: m.repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named)}
 		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {
-			refused, err := setLive(ctx, st.cs, m.addr, want)
+			refused, err := setLive(ctx, st.cs, m.addr, withRemoved(named, rec.keys))
 			if err != nil { // not an answer of the server: tried again next round
 				out.waiting = append(out.waiting, n.Name)
 				st.config[n.Name] = unreachableConfig(n)
 				continue
 			}
 			fresh.refused = refused
+			if refused != "" {
+				fresh.keys = rec.keys // the server still runs what it had
+			}
 			if had && rec.fp != fresh.fp && refused == "" {
 				out.set = append(out.set, n.Name)
 			}
@@ -114,10 +122,28 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 	r.reportLiveConfig(st, out)
 }
 
-// setLive sends one CONFIG SET of every live key. refused is the server's error; err is
-// any other failure (no answer).
-func setLive(ctx context.Context, cs *conns, addr string, want map[string]string) (refused string, err error) {
-	res, err := cs.do(ctx, addr, valkeyconf.SetArgs(want)...)
+// withRemoved is named with every key of before it no longer names, at its default.
+func withRemoved(named map[string]string, before []string) map[string]string {
+	out := make(map[string]string, len(named)+len(before))
+	for _, k := range before {
+		if _, ok := named[k]; !ok {
+			out[k], _ = valkeyconf.LiveDefault(k)
+		}
+	}
+	for k, v := range named {
+		out[k] = v
+	}
+	return out
+}
+
+// setLive sends one CONFIG SET of values (nothing when there are none). refused is the
+// server's error; err is any other failure (no answer).
+func setLive(ctx context.Context, cs *conns, addr string, values map[string]string) (refused string, err error) {
+	args := valkeyconf.SetArgs(values)
+	if args == nil {
+		return "", nil
+	}
+	res, err := cs.do(ctx, addr, args...)
 	if err != nil {
 		return "", err
 	}
@@ -139,7 +165,7 @@ func nodeConfigCondition(n *valkeyv1.ValkeyNode, rec liveRecord) *metav1.Conditi
 		return &c
 	}
 	c := status.Condition(valkeyv1.ConditionConfigApplied, true, valkeyv1.ReasonAppliedLive, fmt.Sprintf(
-		"the server runs spec.config's live keys (%s; the others at their defaults), set without a restart", orNone(named)))
+		"the server runs spec.config's live keys (%s), set without a restart", orNone(named)))
 	return &c
 }
 

@@ -56,6 +56,9 @@ var _ = Describe("Live config", func() {
 		Eventually(nodeConfigApplied(ns, primary), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Eventually(clusterCondition(ns, "lc", valkeyv1.ConditionConfigApplied), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Expect(eventsWithReason(ns, valkeyv1.EventConfigApplied)).To(Equal(0), "servers that already run the values are not announced")
+		_, err := cmd(f.server(primary).Addr(), pw, "CONFIG", "SET", "slowlog-max-len", "1000")
+		Expect(err).NotTo(HaveOccurred())
+		slowlogLen := configOf(f, pw, "slowlog-max-len", primary)
 
 		By("maxmemory and maxmemory-policy changed")
 		patchSpec(ns, "lc", `{"config":{"maxmemory":"64mb","maxmemory-policy":"allkeys-lru"}}`)
@@ -89,5 +92,6 @@ var _ = Describe("Live config", func() {
 		Expect(policy()).To(Equal(both("noeviction")))
 		Eventually(clusterCondition(ns, "lc", valkeyv1.ConditionConfigApplied), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Expect(clusterReady(ns, "lc")()).To(Succeed())
+		Expect(slowlogLen()).To(Equal(map[string]string{primary: "1000"}), "a key spec.config never named is left as the server has it")
 	})
 })

@@ -3,7 +3,8 @@ package valkeyconf
 import (
 	"fmt"
 	"hash/fnv"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -38,14 +39,7 @@ var liveDefaults = map[string]string{
 }
 
 // LiveKeys are the keys applied without a restart, sorted.
-func LiveKeys() []string {
-	keys := make([]string, 0, len(liveDefaults))
-	for k := range liveDefaults {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
+func LiveKeys() []string { return sortedKeys(liveDefaults) }
 
 // LiveDefault is the value a server has for a live key spec.config does not name, and
 // whether key is live at all.
@@ -58,21 +52,6 @@ func LiveDefault(key string) (string, bool) {
 func IsLive(key string) bool {
 	_, ok := LiveDefault(key)
 	return ok
-}
-
-// Live is every live key with the value the server should run: spec.config's, or the
-// default.
-func Live(config map[string]string) map[string]string {
-	out := make(map[string]string, len(liveDefaults))
-	for k, v := range liveDefaults {
-		out[k] = v
-	}
-	for k, v := range config {
-		if IsLive(k) {
-			out[strings.ToLower(k)] = v
-		}
-	}
-	return out
 }
 
 // WithoutLive is config without its live keys: what, when it changes, needs a restart.
@@ -88,39 +67,48 @@ func WithoutLive(config map[string]string) map[string]string {
 
 // Named lists config's live keys as key=value, sorted by key ("" when it names none).
 func Named(config map[string]string) string {
-	values := map[string]string{}
-	for k, v := range config {
-		if IsLive(k) {
-			values[strings.ToLower(k)] = v
-		}
-	}
+	values := NamedLive(config)
 	parts := make([]string, 0, len(values))
-	for _, k := range LiveKeys() {
-		if v, ok := values[k]; ok {
-			parts = append(parts, k+"="+v)
-		}
+	for _, k := range sortedKeys(values) {
+		parts = append(parts, k+"="+values[k])
 	}
 	return strings.Join(parts, ", ")
 }
 
-// SetArgs are the arguments of one CONFIG SET of every live key to its value in live
-// (sorted by key): the server applies all of them or none.
-func SetArgs(live map[string]string) []string {
+// NamedLive is config's live keys (lower-case) and their values.
+func NamedLive(config map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range config {
+		if IsLive(k) {
+			out[strings.ToLower(k)] = v
+		}
+	}
+	return out
+}
+
+// SetArgs are the arguments of one CONFIG SET of every key of values (sorted by key): the
+// server applies all of them or none. Nil when values is empty.
+func SetArgs(values map[string]string) []string {
+	if len(values) == 0 {
+		return nil
+	}
 	args := []string{"CONFIG", "SET"}
-	for _, k := range LiveKeys() {
-		args = append(args, k, live[k])
+	for _, k := range sortedKeys(values) {
+		args = append(args, k, values[k])
 	}
 	return args
 }
 
-// Fingerprint is a short hash of the live values (to tell whether a server has them).
-func Fingerprint(live map[string]string) uint64 {
+// Fingerprint is a short hash of live values (to tell whether a server has them).
+func Fingerprint(values map[string]string) uint64 {
 	h := fnv.New64a()
-	for _, k := range LiveKeys() {
-		_, _ = fmt.Fprintf(h, "%s=%q\n", k, live[k])
+	for _, k := range sortedKeys(values) {
+		_, _ = fmt.Fprintf(h, "%s=%q\n", k, values[k])
 	}
 	return h.Sum64()
 }
+
+func sortedKeys(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
 
 // RestartPart is a rendered valkey.conf without its comments and its live keys' lines:
 // two configs with the same RestartPart differ only in what CONFIG SET applies.

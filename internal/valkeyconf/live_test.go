@@ -8,12 +8,11 @@ import (
 
 func TestLiveSplitsTheConfig(t *testing.T) {
 	config := map[string]string{"MaxMemory": "1gb", "maxclients": "500", "notify-keyspace-events": "Ex", "maxmemory-policy": "allkeys-lru"}
-	live := Live(config)
-	if live["maxmemory"] != "1gb" || live["notify-keyspace-events"] != "Ex" || live["hz"] != "10" {
-		t.Errorf("Live: %v", live)
+	if IsLive("maxclients") || !IsLive("MaxMemory") {
+		t.Error("maxclients is not live (its ceiling is the pod's file limit); maxmemory is, in any case")
 	}
-	if _, ok := live["maxclients"]; ok {
-		t.Error("maxclients is not live: its ceiling is the pod's file limit")
+	if d, ok := LiveDefault("hz"); !ok || d != "10" {
+		t.Errorf("LiveDefault(hz) = %q, %v", d, ok)
 	}
 	if got := WithoutLive(config); !reflect.DeepEqual(got, map[string]string{"maxclients": "500"}) {
 		t.Errorf("WithoutLive: %v", got)
@@ -21,15 +20,19 @@ func TestLiveSplitsTheConfig(t *testing.T) {
 	if got := Named(config); got != "maxmemory=1gb, maxmemory-policy=allkeys-lru, notify-keyspace-events=Ex" {
 		t.Errorf("Named: %q", got)
 	}
-	if Fingerprint(live) == Fingerprint(Live(nil)) {
+	named := NamedLive(config)
+	if Fingerprint(named) == Fingerprint(NamedLive(map[string]string{"maxmemory": "2gb"})) {
 		t.Error("the fingerprint does not follow a changed value")
 	}
-	if Fingerprint(Live(map[string]string{"maxmemory": "0"})) != Fingerprint(Live(nil)) {
-		t.Error("a key set to its default is not the same as the key left out")
+	if !reflect.DeepEqual(named, map[string]string{"maxmemory": "1gb", "maxmemory-policy": "allkeys-lru", "notify-keyspace-events": "Ex"}) {
+		t.Errorf("NamedLive: %v", named)
 	}
-	args := SetArgs(live)
-	if len(args) != 2+2*len(LiveKeys()) || args[0] != "CONFIG" || args[1] != "SET" {
+	want := []string{"CONFIG", "SET", "maxmemory", "1gb", "maxmemory-policy", "allkeys-lru", "notify-keyspace-events", "Ex"}
+	if args := SetArgs(named); !reflect.DeepEqual(args, want) {
 		t.Errorf("SetArgs: %v", args)
+	}
+	if SetArgs(nil) != nil {
+		t.Error("SetArgs of nothing is a command")
 	}
 }
 

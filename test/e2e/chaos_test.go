@@ -215,11 +215,12 @@ func lostKeys(c *v1.ValkeyCluster, prefix string, ids []int) (lost, unreadable i
 	return lost, unreadable
 }
 
-// startRoll changes the config (a roll of every pod) and waits until the first node is approved.
-func startRoll(c *v1.ValkeyCluster, slowlog string) {
+// startRoll changes a config key that needs a restart (a roll of every pod) and waits until
+// the first node is approved.
+func startRoll(c *v1.ValkeyCluster, value string) {
 	since := metav1.NewTime(time.Now().Truncate(time.Second))
 	updateCluster(c, func(c *v1.ValkeyCluster) {
-		c.Spec.Config = map[string]string{"slowlog-log-slower-than": slowlog}
+		c.Spec.Config = map[string]string{"hash-max-listpack-entries": value}
 	})
 	EventuallyWithOffset(1, func() bool {
 		for _, n := range clusterNodes(c) {

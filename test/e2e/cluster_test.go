@@ -78,7 +78,7 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		rec := recordApprovals(cluster, pw)
 		w := startWriter(cluster, "roll")
 		updateCluster(cluster, func(c *v1.ValkeyCluster) {
-			c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"}
+			c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"}
 		})
 		Eventually(func() int { return rec.approvedNodes() }).WithTimeout(12 * time.Minute).WithPolling(2 * time.Second).Should(Equal(6))
 		waitReady(cluster, 6*time.Minute)

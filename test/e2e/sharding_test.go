@@ -72,7 +72,7 @@ var _ = Describe("The topology controller sharded across three replicas", Label(
 
 		By("the clusters with a replica roll for a config change, one node at a time each")
 		for _, c := range clusters[8:] {
-			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"} })
+			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"} })
 		}
 		for _, c := range clusters[8:] {
 			Eventually(func() int { return rec.approvedIn(c.Name) }).WithTimeout(3*time.Minute).WithPolling(time.Second).

@@ -59,7 +59,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 		w := startAckWriter(cluster, "tlsroll")
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 50))
 		updateCluster(cluster, func(c *v1.ValkeyCluster) {
-			c.Spec.Config = map[string]string{"slowlog-log-slower-than": "20000"}
+			c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"}
 		})
 		waitRolled(cluster, 12*time.Minute)
 		expectAcked(cluster, w, "tlsroll")

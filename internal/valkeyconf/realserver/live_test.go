@@ -34,7 +34,10 @@ func TestLiveKeysInRealServer(t *testing.T) {
 	for _, k := range valkeyconf.LiveKeys() {
 		fresh[k] = n.configGet(k)
 	}
-	defaults := valkeyconf.Live(nil)
+	defaults := map[string]string{}
+	for _, k := range valkeyconf.LiveKeys() {
+		defaults[k], _ = valkeyconf.LiveDefault(k)
+	}
 	n.must(n.B().Arbitrary(valkeyconf.SetArgs(defaults)...).Build())
 	for _, k := range valkeyconf.LiveKeys() {
 		if got := n.configGet(k); got != fresh[k] {
@@ -42,12 +45,12 @@ func TestLiveKeysInRealServer(t *testing.T) {
 		}
 	}
 
-	changed := valkeyconf.Live(map[string]string{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"})
+	changed := map[string]string{"maxmemory": "64mb", "maxmemory-policy": "allkeys-lru"}
 	n.must(n.B().Arbitrary(valkeyconf.SetArgs(changed)...).Build())
 	if got := n.configGet("maxmemory"); got != "67108864" {
 		t.Fatalf("maxmemory after CONFIG SET 64mb: %q", got)
 	}
-	refused := valkeyconf.Live(map[string]string{"maxmemory": "32mb", "maxmemory-policy": "no-such-policy"})
+	refused := map[string]string{"maxmemory": "32mb", "maxmemory-policy": "no-such-policy"}
 	if err := n.do(n.B().Arbitrary(valkeyconf.SetArgs(refused)...).Build()).Error(); err == nil {
 		t.Fatal("the server accepted maxmemory-policy no-such-policy")
 	}
