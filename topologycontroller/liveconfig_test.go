@@ -42,8 +42,9 @@ func nodeConfigApplied(ns, name string) func() string {
 	}
 }
 
-func both(v string) map[string]string {
-	return map[string]string{valkeyv1.NodeName("lc", 0, 0): v, valkeyv1.NodeName("lc", 0, 1): v}
+// both is v for the two nodes of a 1 × 1 cluster.
+func both(cluster, v string) map[string]string {
+	return map[string]string{valkeyv1.NodeName(cluster, 0, 0): v, valkeyv1.NodeName(cluster, 0, 1): v}
 }
 
 var _ = Describe("Live config", func() {
@@ -62,8 +63,8 @@ var _ = Describe("Live config", func() {
 
 		By("maxmemory and maxmemory-policy changed")
 		patchSpec(ns, "lc", `{"config":{"maxmemory":"64mb","maxmemory-policy":"allkeys-lru"}}`)
-		Eventually(maxmemory, 20*time.Second, 200*time.Millisecond).Should(Equal(both("67108864")))
-		Expect(policy()).To(Equal(both("allkeys-lru")))
+		Eventually(maxmemory, 20*time.Second, 200*time.Millisecond).Should(Equal(both("lc", "67108864")))
+		Expect(policy()).To(Equal(both("lc", "allkeys-lru")))
 		for _, n := range []string{primary, replica} {
 			Eventually(nodeConfigApplied(ns, n), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 			Expect(status.Get(getNode(ns, n).Status.Conditions, valkeyv1.ConditionConfigApplied).Message).To(ContainSubstring("maxmemory=64mb, maxmemory-policy=allkeys-lru"))
@@ -72,7 +73,7 @@ var _ = Describe("Live config", func() {
 
 		By("a server restarted on its old config file gets them again")
 		f.restart([]string{replica}, false)
-		Eventually(maxmemory, 30*time.Second, 200*time.Millisecond).Should(Equal(both("67108864")))
+		Eventually(maxmemory, 30*time.Second, 200*time.Millisecond).Should(Equal(both("lc", "67108864")))
 
 		By("a value the server refuses")
 		patchSpec(ns, "lc", `{"config":{"maxmemory":"32mb","maxmemory-policy":"no-such-policy"}}`)
@@ -82,14 +83,14 @@ var _ = Describe("Live config", func() {
 		Expect(msg).To(ContainSubstring("it runs as it was"))
 		Eventually(clusterCondition(ns, "lc", valkeyv1.ConditionConfigApplied), 20*time.Second, 200*time.Millisecond).Should(Equal("False/ConfigRefused"))
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventConfigRefused) }, 10*time.Second, 200*time.Millisecond).Should(Equal(1))
-		Consistently(maxmemory, 2*time.Second, 200*time.Millisecond).Should(Equal(both("67108864")), "a refused CONFIG SET changes nothing")
-		Expect(policy()).To(Equal(both("allkeys-lru")))
+		Consistently(maxmemory, 2*time.Second, 200*time.Millisecond).Should(Equal(both("lc", "67108864")), "a refused CONFIG SET changes nothing")
+		Expect(policy()).To(Equal(both("lc", "allkeys-lru")))
 		Expect(eventsWithReason(ns, valkeyv1.EventConfigRefused)).To(Equal(1), "one Warning for one refusal")
 
 		By("the keys removed from spec.config")
 		patchSpec(ns, "lc", `{"config":null}`)
-		Eventually(maxmemory, 20*time.Second, 200*time.Millisecond).Should(Equal(both("0")))
-		Expect(policy()).To(Equal(both("noeviction")))
+		Eventually(maxmemory, 20*time.Second, 200*time.Millisecond).Should(Equal(both("lc", "0")))
+		Expect(policy()).To(Equal(both("lc", "noeviction")))
 		Eventually(clusterCondition(ns, "lc", valkeyv1.ConditionConfigApplied), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Expect(clusterReady(ns, "lc")()).To(Succeed())
 		Expect(slowlogLen()).To(Equal(map[string]string{primary: "1000"}), "a key spec.config never named is left as the server has it")

@@ -32,7 +32,7 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if n.Spec.ClusterName == "" {
-		return r.apply(ctx, &n, aloneShare(&n))
+		return r.apply(ctx, &n, withNodePause(&n, aloneShare(&n)))
 	}
 	var vc valkeyv1.ValkeyCluster
 	err := r.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.ClusterName}, &vc)
@@ -45,7 +45,7 @@ func (r *outsideReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if n.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil // garbage collection deletes it with its cluster
 	}
-	res, err := r.apply(ctx, &n, orphanShare(&n, orphanReason(&n, &vc, err == nil)))
+	res, err := r.apply(ctx, &n, withNodePause(&n, orphanShare(&n, orphanReason(&n, &vc, err == nil))))
 	if err == nil && res.IsZero() {
 		// Looked at again until it is gone: a cluster reconcile that began before the cluster
 		// went may still apply the node's share without Drained (the same field manager), and
@@ -81,6 +81,18 @@ func (r *outsideReconciler) apply(ctx context.Context, n *valkeyv1.ValkeyNode, s
 		return requeue.Settle(ctx, client.IgnoreNotFound(err))
 	}
 	return ctrl.Result{}, nil
+}
+
+// withNodePause adds Paused to the share of a node outside a live cluster that carries
+// valkey.io/paused itself (the volume and workload controllers read the annotation).
+func withNodePause(n *valkeyv1.ValkeyNode, share status.TopologyShare) status.TopologyShare {
+	if !valkeyv1.Paused(n.Annotations) {
+		return share
+	}
+	share.Conditions = append(share.Conditions, status.Condition(valkeyv1.ConditionPaused, true, valkeyv1.ReasonNodePaused, fmt.Sprintf(
+		"paused by the annotation %s%s: the controllers change nothing of the node and its deletion waits; remove the annotation to resume",
+		valkeyv1.AnnotationPaused, said(n.Annotations))))
+	return share
 }
 
 // aloneShare is the status of a node outside any cluster.

@@ -56,6 +56,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		r.live.forget(vc.UID)
 		return ctrl.Result{}, nil
 	}
+	if paused, err := r.pause(ctx, &vc); paused || err != nil {
+		return requeue.Settle(ctx, err)
+	}
 	res, err := r.reconcileNormal(ctx, &vc)
 	if err != nil {
 		return requeue.Settle(ctx, err)

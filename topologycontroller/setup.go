@@ -223,7 +223,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 	}
 	if err := b.
 		Named("topology").
-		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
+		For(&valkeyv1.ValkeyCluster{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, pauseChanged()))).
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
@@ -260,7 +260,7 @@ func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler 
 // deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
 // reads (see workloadGateChanged), SnapshotReady (a backup waits for it), VolumeHealthy and
 // the volume's capacity or growth (the cluster's Degraded, LargestVolume and GrownVolumes;
-// a backup fails on it), a new pod IP, and Drained changing on a node being deleted: a round
+// a backup fails on it), a new pod IP, valkey.io/paused added or removed, and Drained changing on a node being deleted: a round
 // of its cluster still in flight when the cluster went may write it after the node was
 // found drained, and is then undone.
 func nodeChanged() predicate.Predicate {
@@ -274,7 +274,20 @@ func nodeChanged() predicate.Predicate {
 		volumeSizeChanged(),
 		workloadGateChanged(),
 		nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return podIP(o) != podIP(n) }),
+		pauseChanged(),
 	)
+}
+
+// pauseChanged passes an update that adds or removes valkey.io/paused.
+func pauseChanged() predicate.Predicate {
+	return predicate.Funcs{
+		CreateFunc:  func(event.CreateEvent) bool { return false },
+		DeleteFunc:  func(event.DeleteEvent) bool { return false },
+		GenericFunc: func(event.GenericEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool {
+			return valkeyv1.Paused(e.ObjectOld.GetAnnotations()) != valkeyv1.Paused(e.ObjectNew.GetAnnotations())
+		},
+	}
 }
 
 // changedByOthers passes the changes to an object the controller writes that it must undo:

@@ -52,11 +52,14 @@ type Reconciler struct {
 	grower autoGrower
 }
 
-// Reconcile runs get → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
+// Reconcile runs get → (nothing while the node is paused) → ensure finalizer → reconcileDelete / reconcileNormal → one status apply.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &valkeyv1.ValkeyNode{}
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if valkeyv1.NodePaused(node) {
+		return ctrl.Result{}, nil // its Paused condition says so; nothing is changed, the finalizer stays
 	}
 	if node.Spec.Persistence != nil && node.DeletionTimestamp.IsZero() &&
 		!controllerutil.ContainsFinalizer(node, valkeyv1.PVCProtectionFinalizer) {

@@ -123,7 +123,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
 		status.DeletionChanged(),
-		status.ConditionChanged(valkeyv1.ConditionDrained),
+		status.ConditionChanged(valkeyv1.ConditionDrained, valkeyv1.ConditionPaused),
 		savedPointChanged(),
 	)
 	b := ctrl.NewControllerManagedBy(mgr).

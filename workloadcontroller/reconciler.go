@@ -106,6 +106,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
+	if valkeyv1.NodePaused(node) {
+		return ctrl.Result{}, nil // its Paused condition says so; nothing is changed, nothing written
+	}
 	cur, err := r.observe(ctx, node)
 	if err != nil {
 		return ctrl.Result{}, err

@@ -185,14 +185,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 }
 
 // nodePredicate wakes the controller on spec or annotation changes, on deletion, and when a
-// condition it waits for changes (VolumeReady, RollApproved, Drained, ConfigApplied) - never on its own
+// condition it waits for changes (VolumeReady, RollApproved, Drained, ConfigApplied, Paused) - never on its own
 // status writes.
 func nodePredicate() predicate.Predicate {
 	return predicate.Or(
 		predicate.GenerationChangedPredicate{},
 		predicate.AnnotationChangedPredicate{},
 		status.DeletionChanged(),
-		status.ConditionChanged(valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved, valkeyv1.ConditionDrained, valkeyv1.ConditionConfigApplied),
+		status.ConditionChanged(valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved, valkeyv1.ConditionDrained, valkeyv1.ConditionConfigApplied, valkeyv1.ConditionPaused),
 	)
 }
 

@@ -12,12 +12,12 @@ const (
 var (
 	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized, ConditionVolumeHealthy}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
-	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied, ConditionPaused}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
 	// the spec is set (spec.tls, spec.users, spec.persistence), or, for ConfigApplied, once
-	// a server answered.
-	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom, ConditionConfigApplied}
+	// a server answered, and, for Paused, while the cluster is paused.
+	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom, ConditionConfigApplied, ConditionPaused}
 )
 
 // Finalizers.
@@ -133,6 +133,13 @@ const (
 	ConditionConfigApplied = "ConfigApplied"
 	ReasonAppliedLive      = "AppliedLive"
 	ReasonConfigRefused    = "ConfigRefused"
+	// ConditionPaused (node and cluster) is True while the cluster or the node carries
+	// valkey.io/paused (reason ClusterPaused or NodePaused): no controller changes anything
+	// of it (nodes, claims, workloads, Valkey servers), and a node being deleted keeps its
+	// finalizer. Absent otherwise. The volume and workload controllers read it on the node.
+	ConditionPaused     = "Paused"
+	ReasonClusterPaused = "ClusterPaused"
+	ReasonNodePaused    = "NodePaused"
 	// ReasonServerUnreachable (ConfigApplied=Unknown): the node's server does not answer;
 	// its live keys are set once it does.
 	ReasonServerUnreachable = "ServerUnreachable"

@@ -151,4 +151,8 @@ const (
 	// EventConfigRefused (cluster, Warning): a server refused the live keys of spec.config;
 	// it runs as it was.
 	EventConfigRefused = "ConfigRefused"
+	// EventPaused / EventResumed (ValkeyCluster): the cluster (or one of its nodes) was
+	// paused with valkey.io/paused, or the pause was lifted.
+	EventPaused  = "Paused"
+	EventResumed = "Resumed"
 )

@@ -43,7 +43,31 @@ const (
 	// backup before the cluster is applied again). Without it such a Secret is used only
 	// by a cluster whose nodes already run with it.
 	AnnotationAdopt = "valkey.io/adopt"
+	// AnnotationPaused on a ValkeyCluster or a ValkeyNode stops the controllers from changing
+	// anything of it (see Paused); its value, when not "true", is shown as the reason.
+	// Removing it resumes from what is there.
+	AnnotationPaused = "valkey.io/paused"
 )
+
+// Paused tells whether obj carries AnnotationPaused (with any value but "false").
+func Paused(annotations map[string]string) bool {
+	v, ok := annotations[AnnotationPaused]
+	return ok && v != "false"
+}
+
+// NodePaused tells whether the controllers leave a ValkeyNode alone: it carries
+// AnnotationPaused, or the topology controller reports it Paused (its cluster is paused).
+func NodePaused(n *ValkeyNode) bool {
+	if Paused(n.Annotations) {
+		return true
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == ConditionPaused {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
 
 // DefaultPasswordKey is the Secret key holding the password when none is named.
 const DefaultPasswordKey = "password"

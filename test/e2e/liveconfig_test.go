@@ -40,7 +40,7 @@ var _ = Describe("Live config", Label("liveconfig"), Ordered, func() {
 		Eventually(func() []string { return nodesConfigApplied(cluster) }).WithTimeout(time.Minute).Should(HaveEach("True/AppliedLive"))
 		Eventually(func() []string { return configMapsWith(cluster, `maxmemory "200mb"`) }).WithTimeout(time.Minute).Should(HaveLen(6),
 			"every ConfigMap holds the value the server runs")
-		Expect(clusterEventReasons(cluster)).To(ContainElement("Normal/ConfigApplied"))
+		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(30 * time.Second).Should(ContainElement("Normal/ConfigApplied"))
 		Consistently(func() []string { return rollsPending(cluster) }).WithTimeout(5 * time.Second).Should(BeEmpty())
 		acked, refused := w.stop()
 		lost, unreadable := lostKeys(cluster, "live", acked)
@@ -63,7 +63,7 @@ var _ = Describe("Live config", Label("liveconfig"), Ordered, func() {
 			}
 			return string(c.Status) + "/" + c.Reason
 		}).WithTimeout(time.Minute).Should(Equal("False/ConfigRefused"))
-		Expect(clusterEventReasons(cluster)).To(ContainElement("Warning/ConfigRefused"))
+		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(30 * time.Second).Should(ContainElement("Warning/ConfigRefused"))
 		Expect(serverConfig(cluster, "maxmemory")).To(HaveEach("209715200"))
 		Expect(configMapsWith(cluster, `maxmemory "200mb"`)).To(HaveLen(6))
 		Expect(rollsPending(cluster)).To(BeEmpty())
