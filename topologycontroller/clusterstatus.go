@@ -43,6 +43,8 @@ type clusterFacts struct {
 	// largestVolume and grownVolumes are the wanted nodes' volume figures (see
 	// volumeFigures).
 	largestVolume string
+	// versions sums up the versions the servers run (see serverVersions).
+	versions string
 	grownVolumes  int32
 }
 
@@ -82,6 +84,7 @@ func factsOf(st *clusterState) clusterFacts {
 			volume:         volumeFinding(n),
 		})
 	}
+	f.versions = serverVersions(st)
 	f.largestVolume, f.grownVolumes = volumeFigures(st.nodes, func(n *valkeyv1.ValkeyNode) bool {
 		return n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex)
 	})
@@ -164,7 +167,7 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 		},
 		Shards: int32(len(f.serving)), ReadyShards: int32(readyShards), Nodes: int32(len(f.nodes)),
 		ReadyNodes: int32(readyNodes), SlotsAssigned: int32(f.slots),
-		LargestVolume: f.largestVolume, GrownVolumes: f.grownVolumes,
+		LargestVolume: f.largestVolume, GrownVolumes: f.grownVolumes, ServerVersions: f.versions,
 	}
 }
 

@@ -68,8 +68,8 @@ func (b *liveBook) forget(cluster types.UID) {
 // liveOutcome is what the round did with the live keys, for the cluster's condition and
 // events.
 type liveOutcome struct {
-	set      []string // nodes whose changed values were set this round
-	refused  []string // "node: error"
+	set      []string            // nodes whose changed values were set this round
+	refused  map[string][]string // the server's error → the nodes that gave it
 	answered int      // servers that run the values
 	waiting  []string // nodes whose server did not answer
 }
@@ -113,7 +113,10 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 		next[n.Name] = rec
 		st.config[n.Name] = nodeConfigCondition(n, rec)
 		if rec.refused != "" {
-			out.refused = append(out.refused, n.Name+": "+rec.refused)
+			if out.refused == nil {
+				out.refused = map[string][]string{}
+			}
+			out.refused[rec.refused] = append(out.refused[rec.refused], n.Name)
 		} else {
 			out.answered++
 		}
@@ -194,11 +197,11 @@ func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
 	var c metav1.Condition
 	switch {
 	case len(out.refused) > 0:
-		sort.Strings(out.refused)
 		msg := fmt.Sprintf("servers refused spec.config's live keys (%s), and run as they were: %s; correct spec.config",
-			named, strings.Join(out.refused, "; "))
+			named, refusedBy(out.refused))
 		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionConfigApplied); cur == nil || cur.Message != msg {
-			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, valkeyv1.EventConfigRefused, "SetConfig", "%s", msg)
+			// An event's note holds at most 1 kB.
+			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, valkeyv1.EventConfigRefused, "SetConfig", "%s", truncate(msg, 1000))
 		}
 		c = status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonConfigRefused, msg)
 	case out.answered == 0:
@@ -212,6 +215,17 @@ func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
 		c = status.Condition(valkeyv1.ConditionConfigApplied, true, valkeyv1.ReasonAppliedLive, msg)
 	}
 	st.configApplied = &c
+}
+
+// refusedBy lists each error the servers gave once, with the nodes that gave it.
+func refusedBy(byError map[string][]string) string {
+	parts := make([]string, 0, len(byError))
+	for e, nodes := range byError {
+		sort.Strings(nodes)
+		parts = append(parts, fmt.Sprintf("%s (on %s)", e, strings.Join(nodes, ", ")))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, "; ")
 }
 
 func orNone(s string) string {

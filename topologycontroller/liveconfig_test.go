@@ -57,6 +57,9 @@ var _ = Describe("Live config", func() {
 		Eventually(nodeConfigApplied(ns, primary), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Eventually(clusterCondition(ns, "lc", valkeyv1.ConditionConfigApplied), 20*time.Second, 200*time.Millisecond).Should(Equal("True/AppliedLive"))
 		Expect(eventsWithReason(ns, valkeyv1.EventConfigApplied)).To(Equal(0), "servers that already run the values are not announced")
+		version := getNode(ns, primary).Status.Topology.ServerVersion
+		Expect(version).To(MatchRegexp(`^(redis )?[0-9]+\.[0-9]+\.[0-9]+$`), "the server's version is shown on the node")
+		Eventually(func() string { return getCluster(ns, "lc").Status.ServerVersions }, 10*time.Second).Should(Equal(version))
 		_, err := cmd(f.server(primary).Addr(), pw, "CONFIG", "SET", "slowlog-max-len", "1000")
 		Expect(err).NotTo(HaveOccurred())
 		slowlogLen := configOf(f, pw, "slowlog-max-len", primary)

@@ -33,9 +33,9 @@ func computeJoined(st *clusterState) {
 // topologyOf is status.topology of a reachable member.
 func topologyOf(m *member) *valkeyv1.TopologyStatus {
 	if m.self.Primary() {
-		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: int32(m.self.SlotCount())}
+		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: int32(m.self.SlotCount()), ServerVersion: m.serverVersion()}
 	}
-	return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RoleReplica, PrimaryID: m.self.PrimaryID}
+	return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RoleReplica, PrimaryID: m.self.PrimaryID, ServerVersion: m.serverVersion()}
 }
 
 // memberJoined is ClusterJoined of a reachable member.

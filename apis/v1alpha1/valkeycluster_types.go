@@ -91,6 +91,10 @@ type ValkeyClusterStatus struct {
 	// spec.persistence.size.
 	// +optional
 	GrownVolumes int32 `json:"grownVolumes,omitempty"`
+	// ServerVersions sums up the versions the reachable servers run: "9.1.2", or
+	// "8.1.8 ×2, 9.1.2 ×4" while they differ (during an upgrade).
+	// +optional
+	ServerVersions string `json:"serverVersions,omitempty"`
 }
 
 // ValkeyCluster is a sharded Valkey cluster.
@@ -112,6 +116,7 @@ type ValkeyClusterStatus struct {
 // +kubebuilder:printcolumn:name="Slots",type=integer,JSONPath=`.status.slotsAssigned`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.spec.persistence.size`
 // +kubebuilder:printcolumn:name="Largest",type=string,JSONPath=`.status.largestVolume`,priority=1
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.serverVersions`,priority=1
 // +kubebuilder:printcolumn:name="Ready",type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type ValkeyCluster struct {

