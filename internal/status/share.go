@@ -79,7 +79,7 @@ func UnchangedCluster(vc *valkeyv1.ValkeyCluster, st valkeyv1.ValkeyClusterStatu
 	cur := vc.Status
 	return cur.ObservedGeneration == st.ObservedGeneration && cur.Shards == st.Shards && cur.ReadyShards == st.ReadyShards &&
 		cur.Nodes == st.Nodes && cur.ReadyNodes == st.ReadyNodes && cur.SlotsAssigned == st.SlotsAssigned &&
-		cur.LargestVolume == st.LargestVolume && cur.GrownVolumes == st.GrownVolumes &&
+		cur.LargestVolume == st.LargestVolume && cur.GrownVolumes == st.GrownVolumes && cur.ServerVersions == st.ServerVersions &&
 		SameConditions(vc, cur.Conditions, st.Conditions, append(append([]string(nil), valkeyv1.ClusterConditions...), valkeyv1.AccessConditions...))
 }
 
@@ -151,6 +151,8 @@ type clusterStatus struct {
 	// LargestVolume is left out when empty (a cluster without persistence).
 	LargestVolume string `json:"largestVolume,omitempty"`
 	GrownVolumes  int32  `json:"grownVolumes"`
+	// ServerVersions is left out when empty (no server answered).
+	ServerVersions string `json:"serverVersions,omitempty"`
 }
 
 func clusterStatusOf(st valkeyv1.ValkeyClusterStatus) clusterStatus {
@@ -158,6 +160,6 @@ func clusterStatusOf(st valkeyv1.ValkeyClusterStatus) clusterStatus {
 		ObservedGeneration: st.ObservedGeneration, Conditions: st.Conditions,
 		Shards: st.Shards, ReadyShards: st.ReadyShards, Nodes: st.Nodes,
 		ReadyNodes: st.ReadyNodes, SlotsAssigned: st.SlotsAssigned,
-		LargestVolume: st.LargestVolume, GrownVolumes: st.GrownVolumes,
+		LargestVolume: st.LargestVolume, GrownVolumes: st.GrownVolumes, ServerVersions: st.ServerVersions,
 	}
 }
