@@ -44,8 +44,8 @@ type clusterFacts struct {
 	// volumeFigures).
 	largestVolume string
 	// versions sums up the versions the servers run (see serverVersions).
-	versions string
-	grownVolumes  int32
+	versions     string
+	grownVolumes int32
 }
 
 // nodeFact is one ValkeyNode as the cluster status sees it.

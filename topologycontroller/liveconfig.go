@@ -70,8 +70,8 @@ func (b *liveBook) forget(cluster types.UID) {
 type liveOutcome struct {
 	set      []string            // nodes whose changed values were set this round
 	refused  map[string][]string // the server's error → the nodes that gave it
-	answered int      // servers that run the values
-	waiting  []string // nodes whose server did not answer
+	answered int                 // servers that run the values
+	waiting  []string            // nodes whose server did not answer
 }
 
 // applyLiveConfig sets the live keys of spec.config on every reachable server that does
