@@ -88,16 +88,7 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		GinkgoWriter.Printf("roll: %d writes acknowledged, %d refused during failovers; approvals: %v\n", len(acked), failed, approvals)
 
 		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
-		seenPrimary := false
-		for _, a := range approvals {
-			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
-			if roles[a.node] == v1.RolePrimary {
-				seenPrimary = true
-				Expect(a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
-			} else {
-				Expect(seenPrimary).To(BeFalse(), "replica %s rolled after a primary", a.node)
-			}
-		}
+		expectReplicasFirst(approvals, roles)
 		Expect(fullSyncs).To(BeZero(), "full resyncs during the roll")
 		for _, n := range clusterNodes(cluster) {
 			Expect(n.Status.Workload.TemplateHash).To(Equal(n.Status.Workload.DesiredTemplateHash))

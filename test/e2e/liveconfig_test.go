@@ -122,16 +122,7 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 		AddReportEntry("upgrade", fmt.Sprintf("8.1.8 → 9.1.2 in %s; acked=%d lost=%d; pods restarted %d", took.Round(time.Second), len(acked), lost, len(approvals)))
 		Expect(lost + unreadable).To(BeZero())
 		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
-		seenPrimary := false
-		for _, a := range approvals {
-			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
-			if roles[a.node] == v1.RolePrimary {
-				seenPrimary = true
-				Expect(a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
-			} else {
-				Expect(seenPrimary).To(BeFalse(), "replica %s rolled after a primary", a.node)
-			}
-		}
+		expectReplicasFirst(approvals, roles)
 		for _, n := range clusterNodes(cluster) {
 			Expect(n.Status.Topology.ServerVersion).To(Equal("9.1.2"), n.Name)
 		}

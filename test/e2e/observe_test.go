@@ -87,6 +87,22 @@ func dfSize(ns, pod string) int64 {
 	return 0
 }
 
+// expectReplicasFirst checks a roll's approvals: each node was a replica in Valkey when
+// approved, the replicas (by roles, as before the roll) came first, and each primary was
+// failed over before its restart.
+func expectReplicasFirst(approvals []approval, roles map[string]v1.Role) {
+	seenPrimary := false
+	for _, a := range approvals {
+		ExpectWithOffset(1, a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
+		if roles[a.node] == v1.RolePrimary {
+			seenPrimary = true
+			ExpectWithOffset(1, a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
+		} else {
+			ExpectWithOffset(1, seenPrimary).To(BeFalse(), "replica %s rolled after a primary", a.node)
+		}
+	}
+}
+
 type approval struct {
 	node, reason string
 	role         v1.Role
