@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make test's suites: every package with go test and, alongside (the topology suite mostly
 # waits on its servers), the topology suite again on Redis 7 (make test-redis), whose output
-# is printed at the end. Both must pass.
+# is printed at the end; then the real-server config tests again on Valkey 8.1 (the live-key
+# table and the recorded directives), where its wheel has a build. All must pass.
 #
 #   hack/test.sh [go test flags...]
 set -uo pipefail
@@ -13,4 +14,10 @@ rc=$?
 wait "$redis"
 redis_rc=$?
 cat .local/test-redis.log
-[ "$rc" -eq 0 ] && [ "$redis_rc" -eq 0 ]
+old_rc=0
+if old="$(test/valkeyserver/install-8.1.sh)"; then
+	echo "config tests again on $("$old/valkey-server" --version | cut -d' ' -f1-3)"
+	VALKEY_SERVER="$old/valkey-server" go test ./internal/valkeyconf/realserver/ -count=1 "$@"
+	old_rc=$?
+fi
+[ "$rc" -eq 0 ] && [ "$redis_rc" -eq 0 ] && [ "$old_rc" -eq 0 ]

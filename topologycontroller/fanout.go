@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"sync"
 
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -33,7 +34,8 @@ func wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
 const fanOutParallelism = 8
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
-// to date (spec.restore: see restorePlan.nodeRestore). It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
+// to date (spec.restore: see restorePlan.nodeRestore), holding their image and config while
+// versionHold refuses the cluster's. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
 // Nodes that are no longer wanted are removed by scaleIn once drained. A node is the
 // cluster's when its controller ownerReference has the cluster's UID: a node of the same
 // name left by a deleted cluster of the same name is not, and its replacement is created
@@ -56,10 +58,18 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 	}
 	var create []*valkeyv1.ValkeyNode
 	var update []specUpdate
+	held, _ := versionHold(vc, nodes)
+	heldImage, heldConfig, canHold := heldSpec(nodes)
 	for shard := int32(0); shard < vc.Spec.Shards; shard++ {
 		for replica := int32(0); replica <= vc.Spec.Replicas; replica++ {
 			name := valkeyv1.NodeName(vc.Name, shard, replica)
 			spec := desiredNodeSpec(vc, shard, replica, ref)
+			if held != "" && !canHold {
+				continue // no node is made with an image or config refused (VersionRefused)
+			}
+			if held != "" {
+				spec.Image, spec.Config = heldImage, maps.Clone(heldConfig)
+			}
 			n, ok := existing[name]
 			spec.Restore = restore.nodeRestore(shard, replica, n)
 			switch {

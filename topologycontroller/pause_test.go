@@ -13,11 +13,16 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// annotate sets (value != "") or removes valkey.io/paused on an object.
+// annotatePaused sets (value != "") or removes valkey.io/paused on an object.
 func annotatePaused(obj client.Object, value string) {
-	patch := `{"metadata":{"annotations":{"valkey.io/paused":null}}}`
+	annotatePausedLike(obj, valkeyv1.AnnotationPaused, value)
+}
+
+// annotatePausedLike sets (value != "") or removes the annotation key on an object.
+func annotatePausedLike(obj client.Object, key, value string) {
+	patch := `{"metadata":{"annotations":{"` + key + `":null}}}`
 	if value != "" {
-		patch = `{"metadata":{"annotations":{"valkey.io/paused":"` + value + `"}}}`
+		patch = `{"metadata":{"annotations":{"` + key + `":"` + value + `"}}}`
 	}
 	ExpectWithOffset(1, k8s.Patch(context.Background(), obj, client.RawPatch(types.MergePatchType, []byte(patch)))).To(Succeed())
 }

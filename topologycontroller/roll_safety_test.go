@@ -125,7 +125,7 @@ var _ = Describe("Roll safety", func() {
 		approvedAt := getNode(ns, replica).Generation
 
 		By("changing the spec before the workload acted, while the primary's pod is not ready")
-		patchSpec(ns, "gen", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "gen", `{"image":"valkey/valkey:9.1.3"}`)
 		Eventually(func() int64 { return getNode(ns, replica).Generation }, 20*time.Second).Should(BeNumerically(">", approvedAt))
 		Eventually(func() int64 { return getNode(ns, primary).Generation }, 20*time.Second).Should(BeNumerically(">", approvedAt))
 		reportWorkload(f, ns, primary, false, false)

@@ -86,6 +86,9 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.configApplied != nil {
 		cst.Conditions = append(cst.Conditions, *st.configApplied)
 	}
+	if c := r.reportVersionHold(st); c != nil {
+		cst.Conditions = append(cst.Conditions, *c)
+	}
 	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
 		errs = append(errs, err)
 	}

@@ -299,7 +299,7 @@ var _ = Describe("Topology controller", func() {
 		}
 
 		By("changing the image: every node's pod template changes")
-		patchSpec(ns, "c", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "c", `{"image":"valkey/valkey:9.1.3"}`)
 		Eventually(func(g Gomega) {
 			_, approvals := f.stats()
 			g.Expect(approvals).To(HaveLen(6))
@@ -340,7 +340,7 @@ var _ = Describe("Topology controller", func() {
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RolePrimary))
 
 		f.setWaitVolume(replica, true)
-		patchSpec(ns, "w", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "w", `{"image":"valkey/valkey:9.1.3"}`)
 		Eventually(func(g Gomega) {
 			c := status.Get(getNode(ns, primary).Status.Conditions, valkeyv1.ConditionRollApproved)
 			g.Expect(c).NotTo(BeNil())
@@ -374,7 +374,7 @@ var _ = Describe("Topology controller", func() {
 			names = append(names, name)
 		}
 		f.loseDataOnRestart(names...)
-		patchSpec(ns, "c", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "c", `{"image":"valkey/valkey:9.1.3"}`)
 		sawDegraded := false
 		Eventually(func(g Gomega) {
 			if status.IsTrue(getCluster(ns, "c").Status.Conditions, valkeyv1.ConditionDegraded) {

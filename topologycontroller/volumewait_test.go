@@ -62,7 +62,7 @@ var _ = Describe("A node waiting for its volume", func() {
 		By("a replica whose new template waits for a claim of a class that does not exist")
 		reportVolume(ns, stuck, false, valkeyv1.ReasonStorageClassNotFound)
 		f.setWaitVolume(stuck, true)
-		patchSpec(ns, "vw", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "vw", `{"image":"valkey/valkey:9.1.3"}`)
 		Eventually(func(g Gomega) {
 			g.Expect(approvedNodes(f)).To(HaveLen(3))
 			g.Expect(clusterReady(ns, "vw")()).To(Succeed())
@@ -104,7 +104,7 @@ var _ = Describe("A node waiting for its volume", func() {
 		addr := f.server(p0).Addr()
 		Expect(cmd(addr, pw, "CONFIG", "SET", "save", "")).To(Equal("OK"))
 		gen := getNode(ns, lacking).Generation
-		patchSpec(ns, "np", `{"image":"valkey/valkey:8.1.1"}`)
+		patchSpec(ns, "np", `{"image":"valkey/valkey:9.1.3"}`)
 		Eventually(func() int64 { return getNode(ns, lacking).Generation }, 20*time.Second).Should(BeNumerically(">", gen))
 		reportVolume(ns, lacking, false, valkeyv1.ReasonClaimConflict)
 		reportNoPod(ns, lacking) // the workload controller reports every generation

@@ -12,7 +12,7 @@ const (
 var (
 	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized, ConditionVolumeHealthy}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
-	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied, ConditionPaused}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied, ConditionPaused, ConditionVersionRefused}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
 	// the spec is set (spec.tls, spec.users, spec.persistence), or, for ConfigApplied, once
@@ -140,6 +140,14 @@ const (
 	ConditionPaused     = "Paused"
 	ReasonClusterPaused = "ClusterPaused"
 	ReasonNodePaused    = "NodePaused"
+	// ConditionVersionRefused (cluster) is True while a change of spec.image or spec.config
+	// is held from the nodes (nothing rolls) because the version spec.image's tag names
+	// cannot run it: DowngradeRefused (an older major than a server runs: its data could not
+	// be loaded; valkey.io/allow-downgrade "true" lets it through) or UnknownDirective
+	// (spec.config names a directive that version does not know). Absent otherwise.
+	ConditionVersionRefused = "VersionRefused"
+	ReasonDowngradeRefused  = "DowngradeRefused"
+	ReasonUnknownDirective  = "UnknownDirective"
 	// ReasonServerUnreachable (ConfigApplied=Unknown): the node's server does not answer;
 	// its live keys are set once it does.
 	ReasonServerUnreachable = "ServerUnreachable"

@@ -47,6 +47,10 @@ const (
 	// anything of it (see Paused); its value, when not "true", is shown as the reason.
 	// Removing it resumes from what is there.
 	AnnotationPaused = "valkey.io/paused"
+	// AnnotationAllowDowngrade "true" on a ValkeyCluster lets a spec.image of an older
+	// major than its servers run roll (see ConditionVersionRefused): the rolled nodes cannot
+	// load the data the newer servers wrote.
+	AnnotationAllowDowngrade = "valkey.io/allow-downgrade"
 )
 
 // Paused tells whether obj carries AnnotationPaused (with any value but "false").

@@ -61,3 +61,35 @@ func TestLiveKeysInRealServer(t *testing.T) {
 		t.Errorf("maxmemory-policy after a refused CONFIG SET: %q, want allkeys-lru", got)
 	}
 }
+
+// TestDirectivesOfTheServer checks the recorded config names of the server's release line
+// (internal/valkeyconf/directives) against CONFIG GET * of the server at hand.
+func TestDirectivesOfTheServer(t *testing.T) {
+	conf, err := valkeyconf.Render(valkeyconf.Params{DataDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := startNode(t, conf, t.TempDir())
+	v, ok := valkeyconf.ParseVersion(n.info("server")["valkey_version"])
+	if !ok {
+		t.Skip("not a Valkey server: no recorded directives")
+	}
+	recorded := valkeyconf.Directives(v)
+	if recorded == nil {
+		t.Skipf("no directives recorded for Valkey %s", v)
+	}
+	kv, err := n.must(n.B().ConfigGet().Parameter("*").Build()).AsStrMap()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for k := range kv {
+		if !recorded[k] {
+			t.Errorf("Valkey %s reports %s, not recorded in directives/%d.%d.txt", v, k, v.Major, v.Minor)
+		}
+	}
+	for k := range recorded {
+		if _, ok := kv[k]; !ok {
+			t.Errorf("directives/%d.%d.txt records %s, which Valkey %s does not report", v.Major, v.Minor, k, v)
+		}
+	}
+}
