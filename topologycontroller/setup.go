@@ -278,14 +278,16 @@ func nodeChanged() predicate.Predicate {
 	)
 }
 
-// pauseChanged passes an update that adds or removes valkey.io/paused.
+// pauseChanged passes an update that adds or removes valkey.io/paused or changes
+// valkey.io/allow-downgrade (the version gate reads it).
 func pauseChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc:  func(event.CreateEvent) bool { return false },
 		DeleteFunc:  func(event.DeleteEvent) bool { return false },
 		GenericFunc: func(event.GenericEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {
-			return valkeyv1.Paused(e.ObjectOld.GetAnnotations()) != valkeyv1.Paused(e.ObjectNew.GetAnnotations())
+			o, n := e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations()
+			return valkeyv1.Paused(o) != valkeyv1.Paused(n) || o[valkeyv1.AnnotationAllowDowngrade] != n[valkeyv1.AnnotationAllowDowngrade]
 		},
 	}
 }

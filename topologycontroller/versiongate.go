@@ -89,7 +89,7 @@ func (r *Reconciler) reportVersionHold(st *clusterState) *metav1.Condition {
 		return nil
 	}
 	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionVersionRefused); cur == nil || cur.Message != msg {
-		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", truncate(msg, 1000))
+		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", truncate(msg, 1000)) // EventDowngradeRefused, EventUnknownDirective
 	}
 	c := status.Condition(valkeyv1.ConditionVersionRefused, true, reason, msg)
 	return &c

@@ -12,12 +12,13 @@ const (
 var (
 	VolumeConditions   = []string{ConditionVolumeReady, ConditionVolumeSized, ConditionVolumeHealthy}
 	WorkloadConditions = []string{ConditionWorkloadReady, ConditionRollPending}
-	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied, ConditionPaused, ConditionVersionRefused}
+	TopologyConditions = []string{ConditionClusterJoined, ConditionRollApproved, ConditionDrained, ConditionBackupPointSaved, ConditionConfigApplied, ConditionPaused}
 	ClusterConditions  = []string{ConditionReady, ConditionProgressing, ConditionDegraded, ConditionSlotsAssigned}
 	// AccessConditions are the ValkeyCluster conditions reported only when their part of
 	// the spec is set (spec.tls, spec.users, spec.persistence), or, for ConfigApplied, once
-	// a server answered, and, for Paused, while the cluster is paused.
-	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom, ConditionConfigApplied, ConditionPaused}
+	// a server answered, for Paused while the cluster is paused, and for VersionRefused
+	// while a change is held.
+	AccessConditions = []string{ConditionTLSReady, ConditionUsersApplied, ConditionVolumeHeadroom, ConditionConfigApplied, ConditionPaused, ConditionVersionRefused}
 )
 
 // Finalizers.
