@@ -7,14 +7,15 @@ import (
 	. "github.com/onsi/gomega"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 var _ = Describe("The version gate", func() {
 	It("holds a downgrade and a directive the target version does not know from the nodes, saying why, until it is set right", func() {
 		ns := newNamespace()
 		f, _ := formCluster(ns, "vg", 1, 1)
-		if v := getNode(ns, valkeyv1.NodeName("vg", 0, 0)).Status.Topology.ServerVersion; v == "" || v[0] < '9' {
-			Skip("the servers are not Valkey 9 (" + v + "): no downgrade to refuse")
+		if v, ok := valkeyconf.ParseVersion(getNode(ns, valkeyv1.NodeName("vg", 0, 0)).Status.Topology.ServerVersion); !ok || v.Major < 9 {
+			Skip("the servers are not Valkey 9 or later: no downgrade to refuse")
 		}
 		primary := valkeyv1.NodeName("vg", 0, 0)
 		image := getNode(ns, primary).Spec.Image
