@@ -298,7 +298,19 @@ E2E_DEPLOY := $(if $(E2E_DEPLOYED),,e2e-deploy)
 
 .PHONY: e2e
 e2e: local-cluster $(E2E_DEPLOY) ## End-to-end suite against the operator deployed by kustomize on the local cluster (brought up when it is not).
-	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v -ginkgo.label-filter='!chaos'
+	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v -ginkgo.label-filter='!chaos && !upgrade'
+
+# UPGRADE_FROM: the earlier commit whose operator the upgrade spec installs first (the last
+# before pods had DNS names: its StatefulSets have no serviceName).
+UPGRADE_FROM ?= 246916a
+
+.PHONY: e2e-upgrade
+e2e-upgrade: local-cluster images ## Operator upgrade on the local cluster: the operator of UPGRADE_FROM (built from this repository's history) under a persistent cluster and the writer, then this tree's deploy/local applied over it.
+	test/upgrade/previous.sh $(UPGRADE_FROM)
+	$(KUBECTL) kustomize deploy/local >$(CURDIR)/.local/upgrade/current.yaml
+	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) E2E_UPGRADE_FROM=$(UPGRADE_FROM) E2E_UPGRADE_PREVIOUS=$(CURDIR)/.local/upgrade/previous.yaml \
+	  E2E_UPGRADE_CURRENT=$(CURDIR)/.local/upgrade/current.yaml \
+	  go test ./test/e2e/ -count=1 -timeout 30m -v -args -ginkgo.v -ginkgo.label-filter=upgrade
 
 .PHONY: e2e-chaos
 e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster, its figures in docs/reports/chaos.md; E2E_DEPLOYED=1 after make e2e.

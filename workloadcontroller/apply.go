@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
 // apply writes the node's ConfigMap and its workload of the desired kind by server-side
@@ -50,15 +51,14 @@ func (r *Reconciler) deleteObject(ctx context.Context, obj client.Object) error 
 // so no pod runs an older config. Otherwise the ConfigMap goes first, so that a template
 // changed for a new config never starts on the old one.
 func (r *Reconciler) applyObjects(ctx context.Context, node *valkeyv1.ValkeyNode, want *desired, rollFrom string, fresh bool) error {
-	owner := []client.ApplyOption{client.FieldOwner(valkeyv1.FieldManagerWorkload), client.ForceOwnership}
 	applyCM := func() error {
-		if err := r.Apply(ctx, buildConfigMap(node, want.config), owner...); err != nil {
+		if err := owned.ApplyConfiguration(ctx, r.Client, buildConfigMap(node, want.config), valkeyv1.FieldManagerWorkload); err != nil {
 			return fmt.Errorf("apply ConfigMap %s: %w", valkeyv1.ConfigMapName(node.Name), err)
 		}
 		return nil
 	}
 	applyWL := func() error {
-		if err := r.Apply(ctx, buildWorkload(node, want, rollFrom), owner...); err != nil {
+		if err := owned.ApplyConfiguration(ctx, r.Client, buildWorkload(node, want, rollFrom), valkeyv1.FieldManagerWorkload); err != nil {
 			return fmt.Errorf("apply %s %s: %w", want.kind, valkeyv1.WorkloadName(node.Name), err)
 		}
 		return nil

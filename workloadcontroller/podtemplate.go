@@ -222,7 +222,7 @@ func startCommand(node *valkeyv1.ValkeyNode) []string {
 // into the pod, so the user's Valkey image stays unmodified.
 func installStart(node *valkeyv1.ValkeyNode, opts Options) corev1.Container {
 	return corev1.Container{
-		Name:            "install-valkey-start",
+		Name:            installStartName,
 		Image:           opts.StartImage,
 		ImagePullPolicy: corev1.PullIfNotPresent,
 		Command:         []string{StartImagePath, "install", startBinary},

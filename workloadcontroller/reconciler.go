@@ -32,6 +32,8 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Status    status.Applier
 	Options   Options
+	starts    startImages
+	replacing replacements
 }
 
 // current is what exists for a node now.
@@ -54,6 +56,7 @@ type workload struct {
 	replicas int32
 	// serviceName of a StatefulSet (immutable: "" for one made before pods had DNS names).
 	serviceName string
+	deleting    bool // it has a deletionTimestamp
 }
 
 // workload returns the node's workload (the StatefulSet when both kinds exist), nil when
@@ -84,7 +87,8 @@ func workloadObject(node *valkeyv1.ValkeyNode, kind valkeyv1.WorkloadType) clien
 
 // readWorkload reads what the controller needs of a StatefulSet or Deployment.
 func readWorkload(obj client.Object) *workload {
-	w := &workload{name: obj.GetName(), uid: obj.GetUID(), rollFrom: obj.GetAnnotations()[AnnotationRollFrom]}
+	w := &workload{name: obj.GetName(), uid: obj.GetUID(), rollFrom: obj.GetAnnotations()[AnnotationRollFrom],
+		deleting: !obj.GetDeletionTimestamp().IsZero()}
 	var tmpl corev1.PodTemplateSpec
 	var replicas *int32
 	switch o := obj.(type) {
@@ -104,6 +108,10 @@ func readWorkload(obj client.Object) *workload {
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	node := &valkeyv1.ValkeyNode{}
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
+		if apierrors.IsNotFound(err) {
+			r.forgetStartImage(req.NamespacedName)
+			r.replacing.take(req.NamespacedName)
+		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if valkeyv1.NodePaused(node) {
@@ -182,6 +190,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 		}
 		return result{workload: observedWorkload(cur)}, err
 	}
+	if want, err = r.keepStartImage(ctx, node, cur, want); err != nil {
+		return result{workload: observedWorkload(cur)}, err
+	}
 	var res result
 	volumeOK := node.Spec.Persistence == nil || status.IsCurrentTrue(node, node.Status.Conditions, valkeyv1.ConditionVolumeReady)
 	if cur.workload() == nil && !volumeOK {
@@ -204,7 +215,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	if err != nil {
 		return result{workload: observedWorkload(cur)}, err
 	}
-	if cur.workload() == nil {
+	if w := cur.workload(); w != nil && (w.deleting || mustReplace(node, w, want)) {
+		res, err = r.replace(ctx, node, cur, w)
+	} else if cur.workload() == nil {
 		res.ready, res.roll, err = r.create(ctx, node, cur, want, volumeOK)
 	} else {
 		res.roll, err = r.reconcileRoll(ctx, node, cur, want, volumeOK)
@@ -236,13 +249,21 @@ func (r *Reconciler) refusedWorkload(node *valkeyv1.ValkeyNode, cur *current, er
 
 // create makes the node's ConfigMap and workload once its volume is ready. It returns
 // WorkloadReady and RollPending: initial creation is not a roll, and the workload created
-// reports what the next reconcile finds (its own events bring no second status write).
+// reports what the next reconcile finds (its own events bring no second status write). A
+// StatefulSet deleted to be made again with its serviceName (replace) is made as it was.
 func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired, volumeOK bool) (ready, roll metav1.Condition, err error) {
 	roll = status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "no workload yet")
 	if !volumeOK {
 		return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWaitingForVolume,
 			fmt.Sprintf("waiting for VolumeReady=True at generation %d before creating the workload that mounts claim %s%s",
 				node.Generation, valkeyv1.ClaimName(node.Name), volumeMissing(node))), roll, nil
+	}
+	if old := r.replacing.take(types.NamespacedName{Namespace: node.Namespace, Name: node.Name}); old != nil {
+		if err := r.remake(ctx, node, cur, old); err != nil {
+			return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err
+		}
+		w := cur.workload()
+		return podReadiness(cur.pod, w.hash), upToDate(w, w.hash), nil
 	}
 	if err := r.apply(ctx, node, cur, want, ""); err != nil {
 		return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err

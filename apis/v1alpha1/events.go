@@ -111,6 +111,10 @@ const (
 	// EventWorkloadDeleted (Normal): the workload and ConfigMap of a drained node being
 	// deleted were deleted.
 	EventWorkloadDeleted = "WorkloadDeleted"
+	// EventWorkloadReplaced (Normal): a StatefulSet made by an earlier release without the
+	// cluster's serviceName (immutable) was deleted with its pod orphaned, to be made again
+	// with it; the new StatefulSet adopts the running pod.
+	EventWorkloadReplaced = "WorkloadReplaced"
 )
 
 // Event reasons of client access (topology controller, on the ValkeyCluster). A bad input is

@@ -2,6 +2,7 @@ package owned
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -11,7 +12,8 @@ import (
 
 // Apply writes obj (a typed object with its apiVersion and kind set) by server-side apply as
 // fieldManager, forced: the controller owns exactly the fields obj sets, and a field it stops
-// setting is removed. Status is not applied.
+// setting is removed. Status is not applied. What an earlier release owned by Update is
+// taken over first (see takeOverUpdates).
 func Apply(ctx context.Context, c client.Client, obj client.Object, fieldManager string) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -19,6 +21,40 @@ func Apply(ctx context.Context, c client.Client, obj client.Object, fieldManager
 	}
 	delete(u, "status")
 	unstructured.RemoveNestedField(u, "metadata", "creationTimestamp")
-	return c.Apply(ctx, client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: u}),
-		client.FieldOwner(fieldManager), client.ForceOwnership)
+	return applyOwning(ctx, c, u, fieldManager)
+}
+
+// ApplyConfiguration is Apply for an apply configuration (client-go's typed ones).
+func ApplyConfiguration(ctx context.Context, c client.Client, ac runtime.ApplyConfiguration, fieldManager string) error {
+	b, err := json.Marshal(ac)
+	if err != nil {
+		return fmt.Errorf("%T as JSON: %w", ac, err)
+	}
+	u := map[string]any{}
+	if err := json.Unmarshal(b, &u); err != nil {
+		return fmt.Errorf("%T as unstructured: %w", ac, err)
+	}
+	return applyOwning(ctx, c, u, fieldManager)
+}
+
+// applyOwning applies u as fieldManager. When the object answered still has fields owned by
+// Update under one of the controller's names (an earlier release wrote it that way), their
+// ownership is moved to the apply and u is applied once more, so that a field only that
+// release set is removed now rather than kept for ever.
+func applyOwning(ctx context.Context, c client.Client, u map[string]any, fieldManager string) error {
+	apply := func() (*unstructured.Unstructured, error) {
+		in := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(u)}
+		err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(in), client.FieldOwner(fieldManager), client.ForceOwnership)
+		return in, err
+	}
+	got, err := apply()
+	if err != nil {
+		return err
+	}
+	moved, err := takeOverUpdates(ctx, c, got, fieldManager)
+	if err != nil || !moved {
+		return err
+	}
+	_, err = apply()
+	return err
 }

@@ -1,0 +1,278 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	. "github.com/onsi/ginkgo/v2"
+	. "github.com/onsi/gomega"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// The operator-upgrade spec installs the operator of an earlier commit (E2E_UPGRADE_PREVIOUS:
+// its deploy/local rendered with its own images by test/upgrade/previous.sh), runs a
+// persistent cluster under the WAIT 1 writer, applies this tree's deploy/local over it
+// (E2E_UPGRADE_CURRENT) and checks what a user would: nothing acknowledged lost, never two
+// pods of the cluster down at once, each pod restarted at most once and only when its
+// template changed (the changed fields are printed), the StatefulSets the earlier release
+// made without serviceName made again with it without a restart of their own, the pods'
+// DNS names, and the objects' fields owned by server-side apply. `make e2e-upgrade` runs it.
+var _ = Describe("Operator upgrade", Label("upgrade"), func() {
+	It("upgrades an earlier release in place under writes: one pod down at a time, nothing lost", func() {
+		previous, current := os.Getenv("E2E_UPGRADE_PREVIOUS"), os.Getenv("E2E_UPGRADE_CURRENT")
+		if previous == "" || current == "" {
+			Skip("E2E_UPGRADE_PREVIOUS and E2E_UPGRADE_CURRENT name the manifests of the two releases (make e2e-upgrade)")
+		}
+		DeferCleanup(func() { installManifest(current) }) // whatever happens, this tree's operator is left running
+
+		By("the earlier release installed, a 3 × 1 persistent cluster Ready under it")
+		installManifest(previous)
+		ns := newNamespace("opupgrade")
+		cluster := newCluster(ns, "up", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		waitReady(cluster, 5*time.Minute)
+		before := statefulSets(cluster)
+		for name, sts := range before {
+			Expect(sts.Spec.ServiceName).To(BeEmpty(), "%s: the earlier release made no serviceName", name)
+		}
+		pw := password(cluster)
+		roles := map[string]v1.Role{}
+		for _, n := range clusterNodes(cluster) {
+			roles[n.Name] = n.Status.Topology.Role
+		}
+		rec := recordApprovals(cluster, pw)
+		pods := watchPods(cluster, 6)
+		w := startAckWriter(cluster, "opupgrade")
+
+		By("this tree applied over it")
+		start := time.Now()
+		installManifest(current)
+		Eventually(func() []string { return withoutServiceName(cluster) }).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).
+			Should(BeEmpty(), "every StatefulSet made again with its serviceName")
+		waitReady(cluster, 10*time.Minute)
+		took := time.Since(start)
+		acked, refused := w.stop()
+		approvals := rec.stop()
+		maxDown, uids := pods.stop()
+		lost, unreadable := lostKeys(cluster, "opupgrade", acked)
+
+		after := statefulSets(cluster)
+		changed := map[string][]string{}
+		for name, sts := range after {
+			changed[name] = templateChanges(before[name].Spec.Template, sts.Spec.Template)
+		}
+		restarted := 0
+		for _, u := range uids {
+			restarted += len(u) - 1
+		}
+		GinkgoWriter.Printf("operator upgrade from %s: %s; acked=%d refused=%v lost=%d; pods restarted %d; at most %d down at once; approvals %v\n",
+			os.Getenv("E2E_UPGRADE_FROM"), took.Round(time.Second), len(acked), refused, lost, restarted, maxDown, approvals)
+		for _, name := range sortedKeys(changed) {
+			GinkgoWriter.Printf("  %s template changes: %s\n", name, strings.Join(changed[name], ", "))
+		}
+		AddReportEntry("operator upgrade", fmt.Sprintf("from %s in %s; acked=%d lost=%d; pods restarted %d, at most %d down at once",
+			os.Getenv("E2E_UPGRADE_FROM"), took.Round(time.Second), len(acked), lost, restarted, maxDown))
+
+		Expect(lost + unreadable).To(BeZero())
+		Expect(maxDown).To(BeNumerically("<=", 1), "never two pods of the cluster down at once")
+		for name, u := range uids {
+			want := 1
+			if len(changed[strings.TrimSuffix(name, "-0")]) > 0 {
+				want = 2
+			}
+			Expect(u).To(HaveLen(want), "%s: restarted once if its template changed, else not at all", name)
+		}
+		if restarted > 0 {
+			Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes approved at once")
+			expectReplicasFirst(approvals, roles)
+		}
+		for name, sts := range after {
+			Expect(sts.UID).NotTo(Equal(before[name].UID), "%s made again", name)
+		}
+		for _, p := range clusterPods(cluster) {
+			Expect(p.Spec.Subdomain).To(Equal("valkey-up-nodes"), "%s has its DNS name", p.Name)
+		}
+		Expect(updateOwners(cluster)).To(BeEmpty(), "no field of an applied object owned by update")
+		expectClusterCheck(cluster)
+	})
+})
+
+// installManifest applies a rendered deploy/local and waits for its controllers.
+func installManifest(path string) {
+	out, err := kubectl("apply", "--server-side", "--force-conflicts", "-f", path)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+	out, err = kubectl("-n", operatorNamespace, "rollout", "status", "deployment", "--timeout=300s")
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
+}
+
+// statefulSets are the cluster's StatefulSets by name.
+func statefulSets(c *v1.ValkeyCluster) map[string]appsv1.StatefulSet {
+	var list appsv1.StatefulSetList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	out := map[string]appsv1.StatefulSet{}
+	for _, s := range list.Items {
+		out[s.Name] = s
+	}
+	return out
+}
+
+// withoutServiceName names the cluster's StatefulSets without the headless Service as
+// serviceName, or being deleted.
+func withoutServiceName(c *v1.ValkeyCluster) []string {
+	var out []string
+	for name, s := range statefulSets(c) {
+		if s.Spec.ServiceName != "valkey-"+c.Name+"-nodes" || s.DeletionTimestamp != nil {
+			out = append(out, name)
+		}
+	}
+	if len(out) == 0 && len(statefulSets(c)) != int(c.Spec.Shards*(1+c.Spec.Replicas)) {
+		out = append(out, "(some missing)")
+	}
+	return out
+}
+
+func clusterPods(c *v1.ValkeyCluster) []corev1.Pod {
+	var pods corev1.PodList
+	ExpectWithOffset(1, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	return pods.Items
+}
+
+// podWatch samples the cluster's pods: the most not Ready at once (missing ones count), and
+// every UID each pod name had.
+type podWatch struct {
+	mu      sync.Mutex
+	maxDown int
+	uids    map[string]map[string]bool
+	stopc   chan struct{}
+	done    chan struct{}
+}
+
+func watchPods(c *v1.ValkeyCluster, want int) *podWatch {
+	p := &podWatch{uids: map[string]map[string]bool{}, stopc: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		for {
+			var pods corev1.PodList
+			if err := k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err == nil {
+				ready := 0
+				p.mu.Lock()
+				for _, pod := range pods.Items {
+					if p.uids[pod.Name] == nil {
+						p.uids[pod.Name] = map[string]bool{}
+					}
+					p.uids[pod.Name][string(pod.UID)] = true
+					if isReady(&pod) && pod.DeletionTimestamp == nil {
+						ready++
+					}
+				}
+				p.maxDown = max(p.maxDown, want-ready)
+				p.mu.Unlock()
+			}
+			select {
+			case <-p.stopc:
+				return
+			case <-time.After(250 * time.Millisecond):
+			}
+		}
+	}()
+	return p
+}
+
+func (p *podWatch) stop() (maxDown int, uids map[string][]string) {
+	close(p.stopc)
+	<-p.done
+	uids = map[string][]string{}
+	for name, set := range p.uids {
+		for u := range set {
+			uids[name] = append(uids[name], u)
+		}
+	}
+	return p.maxDown, uids
+}
+
+// templateChanges lists the JSON paths at which two pod templates differ, with the template
+// hash annotation left out.
+func templateChanges(a, b corev1.PodTemplateSpec) []string {
+	flat := func(t corev1.PodTemplateSpec) map[string]string {
+		t = *t.DeepCopy()
+		delete(t.Annotations, "valkey.io/template-hash")
+		raw, err := json.Marshal(t)
+		ExpectWithOffset(2, err).NotTo(HaveOccurred())
+		var v any
+		ExpectWithOffset(2, json.Unmarshal(raw, &v)).To(Succeed())
+		out := map[string]string{}
+		flatten("", v, out)
+		return out
+	}
+	fa, fb := flat(a), flat(b)
+	seen := map[string]bool{}
+	for k, v := range fa {
+		if fb[k] != v {
+			seen[k] = true
+		}
+	}
+	for k := range fb {
+		if _, ok := fa[k]; !ok {
+			seen[k] = true
+		}
+	}
+	return sortedKeys(seen)
+}
+
+// flatten writes v's leaves as path → JSON value.
+func flatten(path string, v any, out map[string]string) {
+	switch t := v.(type) {
+	case map[string]any:
+		for k, e := range t {
+			flatten(path+"."+k, e, out)
+		}
+	case []any:
+		for i, e := range t {
+			flatten(fmt.Sprintf("%s[%d]", path, i), e, out)
+		}
+	default:
+		b, _ := json.Marshal(t)
+		out[path] = string(b)
+	}
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// updateOwners lists the fields of the cluster's StatefulSets and ConfigMaps still owned by
+// update under one of the operator's field managers or binary names.
+func updateOwners(c *v1.ValkeyCluster) []string {
+	ours := map[string]bool{v1.FieldManagerWorkload: true, "workload-controller": true, v1.FieldManagerTopology: true, "topology-controller": true}
+	var out []string
+	check := func(kind string, o metav1.Object) {
+		for _, m := range o.GetManagedFields() {
+			if m.Subresource == "" && m.Operation == metav1.ManagedFieldsOperationUpdate && ours[m.Manager] {
+				out = append(out, kind+" "+o.GetName()+": "+m.Manager)
+			}
+		}
+	}
+	for _, s := range statefulSets(c) {
+		check("StatefulSet", &s)
+	}
+	var cms corev1.ConfigMapList
+	ExpectWithOffset(1, k8s.List(ctx, &cms, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	for i := range cms.Items {
+		check("ConfigMap", &cms.Items[i])
+	}
+	return out
+}

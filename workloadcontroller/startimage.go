@@ -1,0 +1,100 @@
+package workloadcontroller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+)
+
+// installStartName is the init container that copies valkey-start into the pod.
+const installStartName = "install-valkey-start"
+
+// startImages remembers, per node, the valkey-start image of its applied template, read
+// past the cache (which keeps no template spec) once per applied template.
+type startImages struct {
+	mu   sync.Mutex
+	seen map[types.NamespacedName]startSeen
+}
+
+// startSeen is the valkey-start image of the template of hash hash.
+type startSeen struct {
+	hash, image string
+}
+
+// keepStartImage is want, or want with the valkey-start image the workload runs now when
+// that is all that tells them apart: an operator upgrade that changes only valkey-start's
+// image (every release has its own) restarts no Valkey pod; each takes the new valkey-start
+// with its next roll for another reason. A release whose controllers need the new
+// valkey-start in every pod changes the pod template otherwise (a flag, a port), and rolls.
+// Nothing is kept while a roll is in flight.
+func (r *Reconciler) keepStartImage(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired) (*desired, error) {
+	w := cur.workload()
+	if w == nil || w.deleting || w.kind != want.kind || w.hash == want.hash || w.rollFrom != "" {
+		return want, nil
+	}
+	image, err := r.appliedStartImage(ctx, node, w)
+	if err != nil || image == "" || image == r.Options.StartImage {
+		return want, err
+	}
+	opts := r.Options
+	opts.StartImage = image
+	kept, err := desiredFor(node, cur, opts)
+	if err != nil || kept.hash != w.hash {
+		return want, nil //nolint:nilerr // the desired template is refused or differs otherwise: want says which
+	}
+	return kept, nil
+}
+
+// appliedStartImage is the valkey-start image of the node's applied template w, "" when it
+// has none or the workload is gone.
+func (r *Reconciler) appliedStartImage(ctx context.Context, node *valkeyv1.ValkeyNode, w *workload) (string, error) {
+	key := types.NamespacedName{Namespace: node.Namespace, Name: node.Name}
+	r.starts.mu.Lock()
+	s, ok := r.starts.seen[key]
+	r.starts.mu.Unlock()
+	if ok && s.hash == w.hash {
+		return s.image, nil
+	}
+	obj := workloadObject(node, w.kind)
+	if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("get %s %s: %w", w.kind, obj.GetName(), err)
+	}
+	var tmpl corev1.PodTemplateSpec
+	switch o := obj.(type) {
+	case *appsv1.StatefulSet:
+		tmpl = o.Spec.Template
+	case *appsv1.Deployment:
+		tmpl = o.Spec.Template
+	}
+	image := ""
+	for _, c := range tmpl.Spec.InitContainers {
+		if c.Name == installStartName {
+			image = c.Image
+		}
+	}
+	r.starts.mu.Lock()
+	if r.starts.seen == nil {
+		r.starts.seen = map[types.NamespacedName]startSeen{}
+	}
+	r.starts.seen[key] = startSeen{hash: tmpl.Annotations[AnnotationTemplateHash], image: image}
+	r.starts.mu.Unlock()
+	return image, nil
+}
+
+// forgetStartImage drops what appliedStartImage remembers of a node that is gone.
+func (r *Reconciler) forgetStartImage(key types.NamespacedName) {
+	r.starts.mu.Lock()
+	delete(r.starts.seen, key)
+	r.starts.mu.Unlock()
+}
