@@ -56,7 +56,7 @@ var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 		By("this tree applied over it")
 		start := time.Now()
 		installManifest(current)
-		Eventually(func() []string { return withoutServiceName(cluster) }).WithTimeout(5 * time.Minute).WithPolling(2 * time.Second).
+		Eventually(func() []string { return withoutServiceName(cluster) }).WithTimeout(5*time.Minute).WithPolling(2*time.Second).
 			Should(BeEmpty(), "every StatefulSet made again with its serviceName")
 		waitReady(cluster, 10*time.Minute)
 		took := time.Since(start)
