@@ -307,9 +307,9 @@ UPGRADE_FROM ?= 246916a
 .PHONY: e2e-upgrade
 e2e-upgrade: local-cluster images ## Operator upgrade on the local cluster: the operator of UPGRADE_FROM (built from this repository's history) under a persistent cluster and the writer, then this tree's deploy/local applied over it.
 	test/upgrade/previous.sh $(UPGRADE_FROM)
-	$(KUBECTL) kustomize deploy/local >$(CURDIR)/.local/upgrade/current.yaml
+	test/upgrade/next.sh
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) E2E_UPGRADE_FROM=$(UPGRADE_FROM) E2E_UPGRADE_PREVIOUS=$(CURDIR)/.local/upgrade/previous.yaml \
-	  E2E_UPGRADE_CURRENT=$(CURDIR)/.local/upgrade/current.yaml \
+	  E2E_UPGRADE_CURRENT=$(CURDIR)/.local/upgrade/current.yaml E2E_UPGRADE_NEXT=$(CURDIR)/.local/upgrade/next.yaml \
 	  go test ./test/e2e/ -count=1 -timeout 30m -v -args -ginkgo.v -ginkgo.label-filter=upgrade
 
 .PHONY: e2e-chaos

@@ -12,8 +12,10 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -103,8 +105,52 @@ var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 		}
 		Expect(updateOwners(cluster)).To(BeEmpty(), "no field of an applied object owned by update")
 		expectClusterCheck(cluster)
+
+		next := os.Getenv("E2E_UPGRADE_NEXT")
+		if next == "" {
+			return
+		}
+		By("a release that changes only the controllers' image (hence valkey-start's): no Valkey pod restarted")
+		running := podUIDs(cluster)
+		installManifest(next)
+		waitLeader("workload-controller", "valkey.local/workload-controller:next")
+		Consistently(func() map[string]string { return podUIDs(cluster) }).WithTimeout(20*time.Second).WithPolling(time.Second).
+			Should(Equal(running), "no pod replaced")
+		Expect(rollsPending(cluster)).To(BeEmpty())
+		for name, sts := range statefulSets(cluster) {
+			Expect(startImageOf(sts)).To(Equal("valkey.local/workload-controller:dev"), "%s keeps the valkey-start it runs", name)
+		}
+		AddReportEntry("operator upgrade, image only", fmt.Sprintf("workload controller :dev → :next: 0 of %d pods replaced", len(running)))
 	})
 })
+
+// waitLeader waits until the controller's leader Lease is held by one of its pods that
+// runs image.
+func waitLeader(controller, image string) {
+	EventuallyWithOffset(1, func() string {
+		var lease coordinationv1.Lease
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: operatorNamespace, Name: controller + ".valkey.io"}, &lease); err != nil {
+			return err.Error()
+		}
+		holder := ptr.Deref(lease.Spec.HolderIdentity, "")
+		for _, p := range controllerPods(strings.TrimSuffix(controller, "-controller")) {
+			if strings.HasPrefix(holder, p.Name) && p.Spec.Containers[0].Image == image {
+				return ""
+			}
+		}
+		return "held by " + holder
+	}).WithTimeout(2 * time.Minute).Should(BeEmpty())
+}
+
+// startImageOf is the valkey-start image of a StatefulSet's pod template.
+func startImageOf(sts appsv1.StatefulSet) string {
+	for _, c := range sts.Spec.Template.Spec.InitContainers {
+		if c.Name == "install-valkey-start" {
+			return c.Image
+		}
+	}
+	return ""
+}
 
 // installManifest applies a rendered deploy/local and waits for its controllers.
 func installManifest(path string) {
