@@ -32,10 +32,9 @@ var _ = Describe("The version gate", func() {
 		_, approvals := f.stats()
 		Expect(approvals).To(BeEmpty(), "nothing rolled")
 
-		By("on an 8.1 image, with the downgrade acknowledged")
-		vc := getCluster(ns, "vg")
-		annotatePausedLike(vc, valkeyv1.AnnotationAllowDowngrade, "true")
+		By("on an 8.1 image, with the downgrade acknowledged (the spec changed first: acknowledging the downgrade of a spec the gate passes would let it through)")
 		patchSpec(ns, "vg", `{"image":"valkey/valkey:8.1.8","config":{"tls-auto-reload-interval":"60"}}`)
+		annotatePausedLike(getCluster(ns, "vg"), valkeyv1.AnnotationAllowDowngrade, "true")
 		Eventually(clusterCondition(ns, "vg", valkeyv1.ConditionVersionRefused), 20*time.Second, 200*time.Millisecond).Should(Equal("True/UnknownDirective"))
 		Expect(clusterConditionMessage(ns, "vg", valkeyv1.ConditionVersionRefused)).To(ContainSubstring("spec.config names tls-auto-reload-interval, which Valkey 8.1.8"))
 		Expect(getNode(ns, primary).Spec.Image).To(Equal(image))

@@ -191,8 +191,13 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 				err = r.restoreLabels(ctx, node, live)
 			}
 			// The claim (labelled again) enters the cache, and its watch event brings the
-			// node back.
-			return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("claim %s exists; waiting to observe it", name)), err
+			// node back. Meanwhile it is reported as read, as the cache will show it: a
+			// cache that lags the claim this controller just created brings no status that
+			// goes back and forth (two more writes).
+			if live.Status.Phase == "" {
+				live.Status.Phase = corev1.ClaimPending
+			}
+			return claimReport(node, live, class, nil), err
 		}
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
 			fmt.Errorf("create claim %s: %w", name, err)

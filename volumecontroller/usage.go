@@ -2,7 +2,6 @@ package volumecontroller
 
 import (
 	"context"
-	"fmt"
 	"net"
 	"net/http"
 	"strconv"
@@ -220,18 +219,21 @@ func (p *usagePoller) round(ctx context.Context) {
 }
 
 // measure reads one node's figure and wakes its reconcile when the published one changed.
+// A node without a running pod is not read: there is nothing to read, and a volume no pod
+// mounts does not change, so what was published stays (a new node stays "no figure taken
+// yet" until its pod runs, rather than changing its message once the first round passes).
 func (p *usagePoller) measure(ctx context.Context, n *valkeyv1.ValkeyNode) {
 	key := client.ObjectKeyFromObject(n)
-	var fig volumeusage.Figure
-	err := fmt.Errorf("the node has no running pod (status.workload.podIP is empty)")
-	if w := n.Status.Workload; w != nil && w.PodIP != "" {
-		url := "http://" + net.JoinHostPort(w.PodIP, strconv.Itoa(p.port)) + "/metrics"
-		fig, err = volumeusage.Fetch(ctx, p.http, url)
-		usageFetches.WithLabelValues(fetchResult(err)).Inc()
-	}
 	if v := n.Status.Volume; v != nil {
 		p.store.seed(key, v.Usage, time.Now())
 	}
+	w := n.Status.Workload
+	if w == nil || w.PodIP == "" {
+		return
+	}
+	url := "http://" + net.JoinHostPort(w.PodIP, strconv.Itoa(p.port)) + "/metrics"
+	fig, err := volumeusage.Fetch(ctx, p.http, url)
+	usageFetches.WithLabelValues(fetchResult(err)).Inc()
 	if p.store.record(key, fig, err, time.Now()) {
 		usagePublished.Inc()
 		select {
