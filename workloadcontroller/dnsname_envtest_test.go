@@ -45,7 +45,7 @@ var _ = Describe("Pod DNS names", func() {
 		Eventually(func() []string { return statefulSet(ctx, n)().Finalizers }).Should(ContainElement(metav1.FinalizerOrphanDependents))
 		old := statefulSet(ctx, n)()
 		Expect(old.DeletionTimestamp).NotTo(BeNil())
-		Expect(condition(ctx, n, valkeyv1.ConditionRollPending)()).NotTo(Equal("True/TemplateChanged"))
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/Replacing"), "no roll requested while it is made again")
 		Expect(eventReasons(ctx, n)()).To(ContainElement(And(
 			HavePrefix("Normal/"+valkeyv1.EventWorkloadReplaced+": StatefulSet valkey-c-0-0 was made without serviceName valkey-c-nodes"),
 			ContainSubstring("the pod runs on"))))

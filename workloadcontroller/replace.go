@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 const (
@@ -69,7 +70,10 @@ func mustReplace(node *valkeyv1.ValkeyNode, w *workload, want *desired) bool {
 // is then requested as usual. While it is being deleted nothing is applied to it; the pod
 // runs on and its PodDisruptionBudget still covers it.
 func (r *Reconciler) replace(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, w *workload) (result, error) {
-	res := result{ready: podReadiness(cur.pod, w.hash), roll: upToDate(w, w.hash), after: replaceRecheck}
+	res := result{ready: podReadiness(cur.pod, w.hash), after: replaceRecheck,
+		roll: status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonReplacing,
+			fmt.Sprintf("%s %s is being made again with serviceName %s (an earlier release made it without), its pod kept; a roll, if the template differs, is requested once it is",
+				w.kind, w.name, node.PodSubdomain()))}
 	if w.deleting {
 		return res, nil // its delete event brings the next reconcile, which makes it again (create)
 	}

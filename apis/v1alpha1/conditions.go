@@ -99,6 +99,10 @@ const (
 	ReasonUpToDate         = "UpToDate"
 	// ReasonTerminating: the node is being deleted; its workload is (or is about to be) removed.
 	ReasonTerminating = "Terminating"
+	// ReasonReplacing (RollPending=False): the node's StatefulSet, made by an earlier release
+	// without the serviceName, is being made again with it; a roll, if the template differs,
+	// is requested once it is.
+	ReasonReplacing = "Replacing"
 	// ReasonFailedCreate (WorkloadReady=False): the workload cannot create its pod; the
 	// message is the workload's own (the StatefulSet's FailedCreate event, the Deployment's
 	// ReplicaFailure condition), for example a quota or a refused pod spec.
