@@ -131,15 +131,6 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	a := &approvals{seen: map[string]bool{}, done: make(chan struct{})}
 	var wctx context.Context
 	wctx, a.cancel = context.WithCancel(ctx)
-	// A RetryWatcher resumes from the last resource version it delivered when the API server
-	// ends a watch, so no change is lost between two watches.
-	w, err := watchtools.NewRetryWatcherWithContext(wctx, initial.ResourceVersion, &cache.ListWatch{
-		WatchFuncWithContext: func(watchCtx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return wc.Watch(watchCtx, &v1.ValkeyNodeList{}, append(opts, &client.ListOptions{Raw: &o})...)
-		},
-	})
-	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-
 	nodes := map[string]v1.ValkeyNode{}
 	// update applies one node's new state (nil: deleted) and records what it changed.
 	update := func(name string, n *v1.ValkeyNode) {
@@ -172,11 +163,43 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	for i := range initial.Items {
 		update(initial.Items[i].Name, &initial.Items[i])
 	}
+	// A RetryWatcher resumes from the last resource version it delivered when the API server
+	// ends a watch, so no change is lost between two watches. When that version is gone (a
+	// CRD applied again, as an operator upgrade does, restarts the API server's storage of
+	// its objects: 410 Expired), the nodes are listed again and watched from there: what
+	// changed meanwhile is seen in the listed state.
+	watchFrom := func(rv string) (watch.Interface, error) {
+		return watchtools.NewRetryWatcherWithContext(wctx, rv, &cache.ListWatch{
+			WatchFuncWithContext: func(watchCtx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+				return wc.Watch(watchCtx, &v1.ValkeyNodeList{}, append(opts, &client.ListOptions{Raw: &o})...)
+			},
+		})
+	}
+	w, err := watchFrom(initial.ResourceVersion)
+	ExpectWithOffset(1, err).NotTo(HaveOccurred())
+	relist := func() (watch.Interface, error) {
+		var again v1.ValkeyNodeList
+		if err := wc.List(wctx, &again, opts...); err != nil {
+			return nil, err
+		}
+		for i := range again.Items {
+			update(again.Items[i].Name, &again.Items[i])
+		}
+		return watchFrom(again.ResourceVersion)
+	}
 	go func() {
 		defer GinkgoRecover()
 		defer close(a.done)
-		defer w.Stop()
-		for ev := range w.ResultChan() {
+		defer func() {
+			if w != nil {
+				w.Stop()
+			}
+		}()
+		for {
+			ev, ok := <-w.ResultChan()
+			if !ok {
+				break
+			}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
 				n, ok := ev.Object.(*v1.ValkeyNode)
@@ -189,8 +212,15 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 					update(n.Name, n)
 				}
 			case watch.Error:
+				err := apierrors.FromObject(ev.Object)
+				if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+					w.Stop()
+					if w, err = relist(); err == nil {
+						continue
+					}
+				}
 				a.mu.Lock()
-				a.err = apierrors.FromObject(ev.Object)
+				a.err = err
 				a.mu.Unlock()
 				return
 			}
