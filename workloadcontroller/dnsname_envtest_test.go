@@ -66,6 +66,8 @@ var _ = Describe("Pod DNS names", func() {
 		}).Should(Equal("valkey-c-nodes"))
 		Expect(image(ctx, n)()).To(Equal("valkey/valkey:7.2"))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed())
+		Eventually(specOwners(ctx, n)).Should(ConsistOf(valkeyv1.FieldManagerWorkload+"/Apply"),
+			"what the create wrote is owned by apply at once, so the roll removes the earlier template's leftovers in one write")
 
 		By("then the roll to this release's template, by handshake, announcing the name its new pod has")
 		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/TemplateChanged"))
@@ -111,15 +113,21 @@ var _ = Describe("Field ownership of an earlier release", func() {
 		Eventually(image(ctx, n)).Should(Equal("valkey/valkey:8.0"))
 
 		By("after this release's first apply: no field owned by update under its names, the annotation gone")
-		Eventually(func() []string {
-			var owners []string
-			for _, m := range statefulSet(ctx, n)().ManagedFields {
-				if m.Subresource == "" {
-					owners = append(owners, m.Manager+"/"+string(m.Operation))
-				}
-			}
-			return owners
-		}).Should(ConsistOf(valkeyv1.FieldManagerWorkload + "/Apply"))
+		Eventually(specOwners(ctx, n)).Should(ConsistOf(valkeyv1.FieldManagerWorkload + "/Apply"))
 		Eventually(func() map[string]string { return statefulSet(ctx, n)().Annotations }).ShouldNot(HaveKey("valkey.io/earlier-release"))
 	})
 })
+
+// specOwners lists the managers of the node's StatefulSet (not its status) as
+// "manager/operation".
+func specOwners(ctx context.Context, n *valkeyv1.ValkeyNode) func() []string {
+	return func() []string {
+		var owners []string
+		for _, m := range statefulSet(ctx, n)().ManagedFields {
+			if m.Subresource == "" {
+				owners = append(owners, m.Manager+"/"+string(m.Operation))
+			}
+		}
+		return owners
+	}
+}

@@ -13,8 +13,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 	"valkey.io/operator/internal/status"
 )
 
@@ -122,8 +124,7 @@ func (r *Reconciler) orphanDelete(ctx context.Context, node *valkeyv1.ValkeyNode
 
 // remake creates the StatefulSet old again, with the node's serviceName: the same labels,
 // annotations (its template hash), owner and spec, so that it adopts the running pod
-// without restarting it. The controller's next apply takes the fields created here over
-// (owned.ApplyConfiguration).
+// without restarting it.
 func (r *Reconciler) remake(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, old *appsv1.StatefulSet) error {
 	sts := &appsv1.StatefulSet{
 		ObjectMeta: metav1.ObjectMeta{
@@ -137,5 +138,12 @@ func (r *Reconciler) remake(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 		return fmt.Errorf("create StatefulSet %s again with serviceName %s: %w", sts.Name, sts.Spec.ServiceName, err)
 	}
 	cur.workloads[valkeyv1.WorkloadStatefulSet] = readWorkload(sts)
+	// What the create wrote is owned by update; owned by the controller's apply at once, the
+	// next apply (a roll) removes what the earlier release's template had and this one has
+	// not in the same write, so the pod restarts once, not twice. Should this fail, the next
+	// apply moves it (owned.ApplyConfiguration).
+	if _, err := owned.TakeOverUpdates(ctx, r.Client, sts, valkeyv1.FieldManagerWorkload); err != nil {
+		log.FromContext(ctx).Info("the remade StatefulSet's fields stay owned by update until the next apply", "error", err.Error())
+	}
 	return nil
 }

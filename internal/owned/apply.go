@@ -13,7 +13,7 @@ import (
 // Apply writes obj (a typed object with its apiVersion and kind set) by server-side apply as
 // fieldManager, forced: the controller owns exactly the fields obj sets, and a field it stops
 // setting is removed. Status is not applied. What an earlier release owned by Update is
-// taken over first (see takeOverUpdates).
+// taken over (see TakeOverUpdates).
 func Apply(ctx context.Context, c client.Client, obj client.Object, fieldManager string) error {
 	u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
@@ -51,7 +51,7 @@ func applyOwning(ctx context.Context, c client.Client, u map[string]any, fieldMa
 	if err != nil {
 		return err
 	}
-	moved, err := takeOverUpdates(ctx, c, got, fieldManager)
+	moved, err := TakeOverUpdates(ctx, c, got, fieldManager)
 	if err != nil || !moved {
 		return err
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
@@ -21,22 +20,22 @@ func updateManagers(fieldManager string) sets.Set[string] {
 	return sets.New(fieldManager, strings.TrimPrefix(fieldManager, "valkey-"))
 }
 
-// takeOverUpdates moves the fields obj's managed fields give to updateManagers by Update into
+// TakeOverUpdates moves the fields obj's managed fields give to updateManagers by Update into
 // fieldManager's Apply entry (client-go's csaupgrade, the same step kubectl takes from
 // client-side to server-side apply). Until then such fields stay owned by the Update entry,
 // and a field the controller stops applying is never removed. The patch carries obj's
 // resourceVersion, so a change in between is refused (Conflict) and tried again by the next
 // reconcile. It tells whether it changed anything; a user's own managers are left alone.
-func takeOverUpdates(ctx context.Context, c client.Client, obj *unstructured.Unstructured, fieldManager string) (bool, error) {
+func TakeOverUpdates(ctx context.Context, c client.Client, obj client.Object, fieldManager string) (bool, error) {
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, updateManagers(fieldManager), fieldManager)
 	if err != nil {
-		return false, fmt.Errorf("managed fields of %s %s: %w", obj.GetKind(), obj.GetName(), err)
+		return false, fmt.Errorf("managed fields of %T %s: %w", obj, obj.GetName(), err)
 	}
 	if patch == nil {
 		return false, nil
 	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return false, fmt.Errorf("move the fields of %s %s written by update to %s: %w", obj.GetKind(), obj.GetName(), fieldManager, err)
+		return false, fmt.Errorf("move the fields of %T %s written by update to %s: %w", obj, obj.GetName(), fieldManager, err)
 	}
 	return true, nil
 }
