@@ -94,7 +94,9 @@ var _ = Describe("Backup schedules", func() {
 		Expect(b.Spec.ClusterName).To(Equal("c"))
 		Expect(b.Spec.VolumeSnapshotClassName).To(Equal(ptr.To("fast")))
 		Expect(s.Status.LastScheduleTime.Time.Unix() / 60).To(BeNumerically("==", created.Unix()/60, 1))
-		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventBackupCreated) }, 10*time.Second).Should(Equal(1))
+		// One event per backup created: a minute that begins meanwhile creates the next one.
+		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventBackupCreated) - len(backupNames(ns)) }, 10*time.Second).Should(BeZero())
+		Expect(eventsWithReason(ns, valkeyv1.EventBackupCreated)).To(BeNumerically(">=", 1))
 	})
 
 	It("keeps the newest completed backups, deletes older completed and failed ones, never one in progress", func() {
