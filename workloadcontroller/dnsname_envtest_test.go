@@ -45,7 +45,10 @@ var _ = Describe("Pod DNS names", func() {
 		Eventually(func() []string { return statefulSet(ctx, n)().Finalizers }).Should(ContainElement(metav1.FinalizerOrphanDependents))
 		old := statefulSet(ctx, n)()
 		Expect(old.DeletionTimestamp).NotTo(BeNil())
-		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/Replacing"), "no roll requested while it is made again")
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/TemplateChanged"),
+			"the roll its template needs is requested meanwhile, so the topology controller orders it with the others")
+		Expect(getNode(ctx, n).Status.Conditions).To(ContainElement(HaveField("Message",
+			ContainSubstring("meanwhile StatefulSet valkey-c-0-0 is being made again with serviceName valkey-c-nodes"))))
 		Expect(eventReasons(ctx, n)()).To(ContainElement(And(
 			HavePrefix("Normal/"+valkeyv1.EventWorkloadReplaced+": StatefulSet valkey-c-0-0 was made without serviceName valkey-c-nodes"),
 			ContainSubstring("the pod runs on"))))
@@ -70,7 +73,7 @@ var _ = Describe("Pod DNS names", func() {
 			"what the create wrote is owned by apply at once, so the roll removes the earlier template's leftovers in one write")
 
 		By("then the roll to this release's template, by handshake, announcing the name its new pod has")
-		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/TemplateChanged"))
+		Consistently(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/TemplateChanged"))
 		Expect(configMap(ctx, n)()).NotTo(ContainSubstring("cluster-announce-hostname"))
 		playTopology(ctx, n, 0, approved())
 		Eventually(image(ctx, n)).Should(Equal("valkey/valkey:8.0"))

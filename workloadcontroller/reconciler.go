@@ -216,7 +216,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 		return result{workload: observedWorkload(cur)}, err
 	}
 	if w := cur.workload(); w != nil && (w.deleting || mustReplace(node, w, want)) {
-		res, err = r.replace(ctx, node, cur, w)
+		res, err = r.replace(ctx, node, cur, w, want)
 	} else if cur.workload() == nil {
 		res.ready, res.roll, err = r.create(ctx, node, cur, want, volumeOK)
 	} else {

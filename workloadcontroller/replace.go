@@ -71,11 +71,17 @@ func mustReplace(node *valkeyv1.ValkeyNode, w *workload, want *desired) bool {
 // pod as it runs: same labels, same template, same revision. A roll the new release brings
 // is then requested as usual. While it is being deleted nothing is applied to it; the pod
 // runs on and its PodDisruptionBudget still covers it.
-func (r *Reconciler) replace(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, w *workload) (result, error) {
+func (r *Reconciler) replace(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, w *workload, want *desired) (result, error) {
+	while := fmt.Sprintf("%s %s is being made again with serviceName %s (an earlier release made it without), its pod kept",
+		w.kind, w.name, node.PodSubdomain())
 	res := result{ready: podReadiness(cur.pod, w.hash), after: replaceRecheck,
-		roll: status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonReplacing,
-			fmt.Sprintf("%s %s is being made again with serviceName %s (an earlier release made it without), its pod kept; a roll, if the template differs, is requested once it is",
-				w.kind, w.name, node.PodSubdomain()))}
+		roll: status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonReplacing, while)}
+	if w.hash != want.hash {
+		// The roll is requested meanwhile, so that the topology controller sees every node
+		// that waits for one and orders them (replicas first); an approval given meanwhile
+		// is applied once the StatefulSet is made again.
+		res.roll = r.requestRoll(node, w, want, "; meanwhile "+while)
+	}
 	if w.deleting {
 		return res, nil // its delete event brings the next reconcile, which makes it again (create)
 	}

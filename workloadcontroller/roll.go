@@ -31,15 +31,7 @@ func (r *Reconciler) reconcileRoll(ctx context.Context, node *valkeyv1.ValkeyNod
 	approval := status.Get(node.Status.Conditions, valkeyv1.ConditionRollApproved)
 	approved := status.IsCurrentTrue(node, node.Status.Conditions, valkeyv1.ConditionRollApproved)
 	if node.Spec.ClusterName != "" && !approved {
-		prev := status.Get(node.Status.Conditions, valkeyv1.ConditionRollPending)
-		if prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != valkeyv1.ReasonTemplateChanged ||
-			node.Status.Workload == nil || node.Status.Workload.DesiredTemplateHash != want.hash {
-			r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollRequested, "Roll",
-				"desired template %s differs from the applied %s; waiting for RollApproved", want.hash, wl.hash)
-		}
-		return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged,
-			fmt.Sprintf("desired template %s differs from the applied %s; waiting for RollApproved=True at generation %d",
-				want.hash, wl.hash, node.Generation)), nil
+		return r.requestRoll(node, wl, want, ""), nil
 	}
 
 	from := wl.hash
@@ -114,4 +106,19 @@ func upToDate(wl *workload, hash string) metav1.Condition {
 // podRuns tells whether pod runs the template with the given hash and is Ready.
 func podRuns(pod *corev1.Pod, hash string) bool {
 	return pod != nil && pod.DeletionTimestamp.IsZero() && pod.Annotations[AnnotationTemplateHash] == hash && podReady(pod)
+}
+
+// requestRoll is RollPending=True, TemplateChanged: the desired template differs from the
+// applied one and the roll waits for RollApproved (with a RollRequested event the first
+// time). while, when not empty, says what else goes on meanwhile.
+func (r *Reconciler) requestRoll(node *valkeyv1.ValkeyNode, wl *workload, want *desired, while string) metav1.Condition {
+	prev := status.Get(node.Status.Conditions, valkeyv1.ConditionRollPending)
+	if prev == nil || prev.Status != metav1.ConditionTrue || prev.Reason != valkeyv1.ReasonTemplateChanged ||
+		node.Status.Workload == nil || node.Status.Workload.DesiredTemplateHash != want.hash {
+		r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventRollRequested, "Roll",
+			"desired template %s differs from the applied %s; waiting for RollApproved", want.hash, wl.hash)
+	}
+	return status.Condition(valkeyv1.ConditionRollPending, true, valkeyv1.ReasonTemplateChanged,
+		fmt.Sprintf("desired template %s differs from the applied %s; waiting for RollApproved=True at generation %d%s",
+			want.hash, wl.hash, node.Generation, while))
 }
