@@ -263,6 +263,9 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 			return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err
 		}
 		w := cur.workload()
+		if w.hash != want.hash {
+			return podReadiness(cur.pod, w.hash), r.requestRoll(node, w, want, ""), nil
+		}
 		return podReadiness(cur.pod, w.hash), upToDate(w, w.hash), nil
 	}
 	if err := r.apply(ctx, node, cur, want, ""); err != nil {
