@@ -194,10 +194,7 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 			// node back. Meanwhile it is reported as read, as the cache will show it: a
 			// cache that lags the claim this controller just created brings no status that
 			// goes back and forth (two more writes).
-			if live.Status.Phase == "" {
-				live.Status.Phase = corev1.ClaimPending
-			}
-			return claimReport(node, live, class, nil), err
+			return newClaimReport(node, live, class), err
 		}
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
 			fmt.Errorf("create claim %s: %w", name, err)
@@ -212,10 +209,16 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 	// The claim as created (Pending) is reported at once: on a WaitForFirstConsumer class
 	// that is VolumeReady=True already, and the claim's own watch event then finds nothing
 	// to write.
+	return newClaimReport(node, claim, class), nil
+}
+
+// newClaimReport reports a claim read from the API server rather than the cache (as created,
+// or found past a lagging cache), Pending when it has no phase yet, as the cache will show it.
+func newClaimReport(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef) report {
 	if claim.Status.Phase == "" {
 		claim.Status.Phase = corev1.ClaimPending
 	}
-	return claimReport(node, claim, class, nil), nil
+	return claimReport(node, claim, class, nil)
 }
 
 // conflict reports a claim of another identity under the node's claim name; it is never

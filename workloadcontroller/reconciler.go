@@ -32,8 +32,10 @@ type Reconciler struct {
 	Recorder  events.EventRecorder
 	Status    status.Applier
 	Options   Options
-	starts    startImages
-	replacing replacements
+	// starts: the valkey-start image of each node's applied template (startimage.go).
+	starts nodeMemo[startSeen]
+	// replacing: each node's StatefulSet deleted to be made again (replace.go).
+	replacing nodeMemo[*appsv1.StatefulSet]
 }
 
 // current is what exists for a node now.
@@ -109,7 +111,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	node := &valkeyv1.ValkeyNode{}
 	if err := r.Get(ctx, req.NamespacedName, node); err != nil {
 		if apierrors.IsNotFound(err) {
-			r.forgetStartImage(req.NamespacedName)
+			r.starts.take(req.NamespacedName)
 			r.replacing.take(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -258,7 +260,7 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 			fmt.Sprintf("waiting for VolumeReady=True at generation %d before creating the workload that mounts claim %s%s",
 				node.Generation, valkeyv1.ClaimName(node.Name), volumeMissing(node))), roll, nil
 	}
-	if old := r.replacing.take(types.NamespacedName{Namespace: node.Namespace, Name: node.Name}); old != nil {
+	if old, ok := r.replacing.take(types.NamespacedName{Namespace: node.Namespace, Name: node.Name}); ok {
 		if err := r.remake(ctx, node, cur, old); err != nil {
 			return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err
 		}

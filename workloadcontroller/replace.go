@@ -3,7 +3,6 @@ package workloadcontroller
 import (
 	"context"
 	"fmt"
-	"sync"
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -28,29 +27,6 @@ const (
 	// replaceRecheck is how often a node whose workload is still being deleted looks again.
 	replaceRecheck = 5 * time.Second
 )
-
-// replacements remembers, per node, the StatefulSet deleted to be made again, until it is.
-type replacements struct {
-	mu     sync.Mutex
-	byNode map[types.NamespacedName]*appsv1.StatefulSet
-}
-
-func (p *replacements) put(key types.NamespacedName, sts *appsv1.StatefulSet) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.byNode == nil {
-		p.byNode = map[types.NamespacedName]*appsv1.StatefulSet{}
-	}
-	p.byNode[key] = sts
-}
-
-func (p *replacements) take(key types.NamespacedName) *appsv1.StatefulSet {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	sts := p.byNode[key]
-	delete(p.byNode, key)
-	return sts
-}
 
 // mustReplace: the node's StatefulSet was made by an earlier release without the cluster's
 // headless Service as its serviceName, an immutable field, so its pod has no DNS name. It is
@@ -98,7 +74,7 @@ func (r *Reconciler) replace(ctx context.Context, node *valkeyv1.ValkeyNode, cur
 		return res, nil
 	}
 	delete(cur.workloads, w.kind)
-	if old := r.replacing.take(key); old != nil {
+	if old, ok := r.replacing.take(key); ok {
 		return res, r.remake(ctx, node, cur, old)
 	}
 	return res, nil

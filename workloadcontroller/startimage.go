@@ -3,7 +3,6 @@ package workloadcontroller
 import (
 	"context"
 	"fmt"
-	"sync"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -16,13 +15,6 @@ import (
 
 // installStartName is the init container that copies valkey-start into the pod.
 const installStartName = "install-valkey-start"
-
-// startImages remembers, per node, the valkey-start image of its applied template, read
-// past the cache (which keeps no template spec) once per applied template.
-type startImages struct {
-	mu   sync.Mutex
-	seen map[types.NamespacedName]startSeen
-}
 
 // startSeen is the valkey-start image of the template of hash hash.
 type startSeen struct {
@@ -57,10 +49,7 @@ func (r *Reconciler) keepStartImage(ctx context.Context, node *valkeyv1.ValkeyNo
 // has none or the workload is gone.
 func (r *Reconciler) appliedStartImage(ctx context.Context, node *valkeyv1.ValkeyNode, w *workload) (string, error) {
 	key := types.NamespacedName{Namespace: node.Namespace, Name: node.Name}
-	r.starts.mu.Lock()
-	s, ok := r.starts.seen[key]
-	r.starts.mu.Unlock()
-	if ok && s.hash == w.hash {
+	if s, ok := r.starts.get(key); ok && s.hash == w.hash {
 		return s.image, nil
 	}
 	obj := workloadObject(node, w.kind)
@@ -83,18 +72,6 @@ func (r *Reconciler) appliedStartImage(ctx context.Context, node *valkeyv1.Valke
 			image = c.Image
 		}
 	}
-	r.starts.mu.Lock()
-	if r.starts.seen == nil {
-		r.starts.seen = map[types.NamespacedName]startSeen{}
-	}
-	r.starts.seen[key] = startSeen{hash: tmpl.Annotations[AnnotationTemplateHash], image: image}
-	r.starts.mu.Unlock()
+	r.starts.put(key, startSeen{hash: tmpl.Annotations[AnnotationTemplateHash], image: image})
 	return image, nil
-}
-
-// forgetStartImage drops what appliedStartImage remembers of a node that is gone.
-func (r *Reconciler) forgetStartImage(key types.NamespacedName) {
-	r.starts.mu.Lock()
-	delete(r.starts.seen, key)
-	r.starts.mu.Unlock()
 }

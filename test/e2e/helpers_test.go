@@ -304,13 +304,18 @@ func seq(n int) []int {
 }
 
 func podUIDs(c *v1.ValkeyCluster) map[string]string {
-	var pods corev1.PodList
-	ExpectWithOffset(1, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
 	out := map[string]string{}
-	for _, p := range pods.Items {
+	for _, p := range clusterPods(c) {
 		out[p.Name] = string(p.UID)
 	}
 	return out
+}
+
+// clusterPods lists the cluster's pods.
+func clusterPods(c *v1.ValkeyCluster) []corev1.Pod {
+	var pods corev1.PodList
+	ExpectWithOffset(2, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	return pods.Items
 }
 
 // replacePod deletes the node's pod and waits until it has been replaced by a Ready pod of

@@ -211,12 +211,6 @@ func withoutServiceName(c *v1.ValkeyCluster) []string {
 	return out
 }
 
-func clusterPods(c *v1.ValkeyCluster) []corev1.Pod {
-	var pods corev1.PodList
-	ExpectWithOffset(1, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
-	return pods.Items
-}
-
 // podWatch samples the cluster's pods: the most not Ready at once (missing ones count), and
 // every UID each pod name had.
 type podWatch struct {
