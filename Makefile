@@ -118,7 +118,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (deploy/crd) and one ClusterRole p
 	  $(CONTROLLER_GEN) rbac:roleName=valkey-$$c-controller paths=./$${c}controller/... output:rbac:dir=deploy/$$c-controller/rbac; \
 	  cp deploy/$$c-controller/rbac/role.yaml $(CHART)/files/rbac/$$c-controller.yaml; \
 	done
-	rm -f $(CHART)/crds/*.yaml; cp deploy/crd/valkey.io_*.yaml $(CHART)/crds/
+	rm -f $(CHART)/files/crds/*.yaml; cp deploy/crd/valkey.io_*.yaml $(CHART)/files/crds/
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files are stale.
@@ -150,8 +150,8 @@ vet: ## go vet and gofmt.
 helm-lint: $(HELM) ## helm lint and helm template of the chart, default and namespaced.
 	$(HELM) lint --strict $(CHART)
 	$(HELM) lint --strict $(CHART) --set namespaced=true,metrics.podMonitor.enabled=true
-	$(HELM) template valkey-operator $(CHART) -n valkey-system --include-crds >/dev/null
-	$(HELM) template valkey-operator $(CHART) -n team-a --set namespaced=true >/dev/null
+	$(HELM) template valkey-operator $(CHART) -n valkey-system >/dev/null
+	$(HELM) template valkey-operator $(CHART) -n team-a --set namespaced=true,crds.create=false >/dev/null
 
 .PHONY: lint
 lint: vet helm-lint $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.yml) on both modules, go.mod/go.sum tidy, and the Helm chart.
@@ -300,17 +300,23 @@ E2E_DEPLOY := $(if $(E2E_DEPLOYED),,e2e-deploy)
 e2e: local-cluster $(E2E_DEPLOY) ## End-to-end suite against the operator deployed by kustomize on the local cluster (brought up when it is not).
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) go test ./test/e2e/ -count=1 -timeout 60m -v -args -ginkgo.v -ginkgo.label-filter='!chaos && !upgrade'
 
-# UPGRADE_FROM: the earlier commit whose operator the upgrade spec installs first (the last
-# before pods had DNS names: its StatefulSets have no serviceName).
+# UPGRADE_FROM: the earlier commit whose operator the kubectl-apply upgrade spec installs first
+# (the last before pods had DNS names: its StatefulSets have no serviceName).
+# UPGRADE_FROM_HELM: the one the helm-upgrade spec installs with its own chart (the first with
+# the chart, whose CRDs were in crds/).
 UPGRADE_FROM ?= 246916a
+UPGRADE_FROM_HELM ?= 81f5a6d
 
 .PHONY: e2e-upgrade
-e2e-upgrade: local-cluster images ## Operator upgrade on the local cluster: the operator of UPGRADE_FROM (built from this repository's history) under a persistent cluster and the writer, then this tree's deploy/local applied over it.
-	test/upgrade/previous.sh $(UPGRADE_FROM)
+e2e-upgrade: local-cluster images $(HELM) ## Operator upgrades on the local cluster, under a persistent cluster and the writer: the operator of UPGRADE_FROM (built from this repository's history), then this tree's deploy/local applied over it; the chart of UPGRADE_FROM_HELM, then helm upgrade to this tree's.
+	test/upgrade/previous.sh $(UPGRADE_FROM) previous
+	test/upgrade/previous.sh $(UPGRADE_FROM_HELM) previous-helm
 	test/upgrade/next.sh
 	E2E_KUBECONFIG=$(LOCAL_KUBECONFIG) E2E_UPGRADE_FROM=$(UPGRADE_FROM) E2E_UPGRADE_PREVIOUS=$(CURDIR)/.local/upgrade/previous.yaml \
 	  E2E_UPGRADE_CURRENT=$(CURDIR)/.local/upgrade/current.yaml E2E_UPGRADE_NEXT=$(CURDIR)/.local/upgrade/next.yaml \
-	  go test ./test/e2e/ -count=1 -timeout 30m -v -args -ginkgo.v -ginkgo.label-filter=upgrade
+	  E2E_UPGRADE_HELM_FROM=$(UPGRADE_FROM_HELM) E2E_UPGRADE_HELM_TAG=previous-helm HELM=$(HELM) \
+	  E2E_UPGRADE_HELM_CHART=$(CURDIR)/.local/upgrade/$$(cut -c1-12 .local/upgrade/previous-helm.commit)-previous-helm/src/deploy/helm/valkey-operator \
+	  go test ./test/e2e/ -count=1 -timeout 40m -v -args -ginkgo.v -ginkgo.label-filter=upgrade
 
 .PHONY: e2e-chaos
 e2e-chaos: local-cluster $(E2E_DEPLOY) ## Chaos suite (faults under acknowledged writes) on the local cluster, its figures in docs/reports/chaos.md; E2E_DEPLOYED=1 after make e2e.

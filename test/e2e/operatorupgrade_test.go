@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -21,14 +22,16 @@ import (
 	v1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// The operator-upgrade spec installs the operator of an earlier commit (E2E_UPGRADE_PREVIOUS:
-// its deploy/local rendered with its own images by test/upgrade/previous.sh), runs a
-// persistent cluster under the WAIT 1 writer, applies this tree's deploy/local over it
-// (E2E_UPGRADE_CURRENT) and checks what a user would: nothing acknowledged lost, never two
-// pods of the cluster down at once, each pod restarted at most once and only when its
-// template changed (the changed fields are printed), the StatefulSets the earlier release
-// made without serviceName made again with it without a restart of their own, the pods'
-// DNS names, and the objects' fields owned by server-side apply. `make e2e-upgrade` runs it.
+// The operator-upgrade specs install the operator of an earlier commit (built from this
+// repository's history by test/upgrade/previous.sh), run a persistent cluster under the WAIT 1
+// writer, upgrade to this tree and check what a user would: nothing acknowledged lost, never
+// two pods of the cluster down at once, each pod restarted at most once and only when its
+// template changed (the changed fields are printed), and the objects' fields owned by
+// server-side apply. One upgrades with `kubectl apply` (E2E_UPGRADE_PREVIOUS, then
+// E2E_UPGRADE_CURRENT: deploy/local rendered) from a release whose StatefulSets have no
+// serviceName, which must be made again with it without a restart of their own; the other
+// with `helm upgrade` (E2E_UPGRADE_HELM_CHART: the earlier release's chart) to this tree's
+// chart, whose CRDs it must upgrade. `make e2e-upgrade` runs both.
 var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 	It("upgrades an earlier release in place under writes: one pod down at a time, nothing lost", func() {
 		previous, current := os.Getenv("E2E_UPGRADE_PREVIOUS"), os.Getenv("E2E_UPGRADE_CURRENT")
@@ -37,85 +40,25 @@ var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 		}
 		DeferCleanup(func() { installManifest(current) }) // whatever happens, this tree's operator is left running
 
-		By("the earlier release installed, a 3 × 1 persistent cluster Ready under it")
-		installManifest(previous)
-		ns := newNamespace("opupgrade")
-		cluster := newCluster(ns, "up", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
-		waitReady(cluster, 5*time.Minute)
-		before := statefulSets(cluster)
-		for name, sts := range before {
-			Expect(sts.Spec.ServiceName).To(BeEmpty(), "%s: the earlier release made no serviceName", name)
-		}
-		pw := password(cluster)
-		roles := map[string]v1.Role{}
-		for _, n := range clusterNodes(cluster) {
-			roles[n.Name] = n.Status.Topology.Role
-		}
-		rec := recordApprovals(cluster, pw)
-		pods := watchPods(cluster, 6)
-		w := startAckWriter(cluster, "opupgrade")
-
-		By("this tree applied over it")
-		start := time.Now()
-		installManifest(current)
-		Eventually(func() []string { return withoutServiceName(cluster) }).WithTimeout(5*time.Minute).WithPolling(2*time.Second).
-			Should(BeEmpty(), "every StatefulSet made again with its serviceName")
-		waitReady(cluster, 10*time.Minute)
-		took := time.Since(start)
-		acked, refused := w.stop()
-		approvals := rec.stop()
-		maxDown, uids := pods.stop()
-		lost, unreadable := lostKeys(cluster, "opupgrade", acked)
-
-		after := statefulSets(cluster)
-		changed := map[string][]string{}
-		for name, sts := range after {
-			changed[name] = templateChanges(before[name].Spec.Template, sts.Spec.Template)
-		}
-		restarted := 0
-		for _, u := range uids {
-			restarted += len(u) - 1
-		}
-		GinkgoWriter.Printf("operator upgrade from %s: %s; acked=%d refused=%v lost=%d; pods restarted %d; at most %d down at once; approvals %v\n",
-			os.Getenv("E2E_UPGRADE_FROM"), took.Round(time.Second), len(acked), refused, lost, restarted, maxDown, approvals)
-		byChanges := map[string][]string{}
-		for _, name := range sortedKeys(changed) {
-			fields := strings.Join(changed[name], ", ")
-			byChanges[fields] = append(byChanges[fields], name)
-		}
-		for fields, names := range byChanges {
-			GinkgoWriter.Printf("  template fields changed in %s: %s\n", strings.Join(names, " "), fields)
-		}
-		AddReportEntry("operator upgrade", fmt.Sprintf("from %s in %s; acked=%d lost=%d; pods restarted %d, at most %d down at once",
-			os.Getenv("E2E_UPGRADE_FROM"), took.Round(time.Second), len(acked), lost, restarted, maxDown))
-
-		Expect(lost + unreadable).To(BeZero())
-		Expect(maxDown).To(BeNumerically("<=", 1), "never two pods of the cluster down at once")
-		revisions := templateRevisions(cluster)
-		for name, u := range uids {
-			sts := strings.TrimSuffix(name, "-0")
-			if len(changed[sts]) == 0 {
-				Expect(u).To(HaveLen(1), "%s: its template did not change: not restarted", name)
-				continue
-			}
-			// Two templates given within a second (the node's spec changed right after its
-			// roll was applied) restart the pod once.
-			Expect(len(u)-1).To(And(BeNumerically(">=", 1), BeNumerically("<=", revisions[sts]-1)),
-				"%s: restarted once for each template its StatefulSet was given, at most", name)
-		}
-		GinkgoWriter.Printf("  templates applied per StatefulSet (the earlier release's one included): %v\n", revisions)
-		if restarted > 0 {
-			Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes approved at once")
-			expectReplicasFirst(approvals, roles)
-		}
-		for name, sts := range after {
-			Expect(sts.UID).NotTo(Equal(before[name].UID), "%s made again", name)
-		}
-		for _, p := range clusterPods(cluster) {
-			Expect(p.Spec.Subdomain).To(Equal("valkey-up-nodes"), "%s has its DNS name", p.Name)
-		}
-		Expect(updateOwners(cluster)).To(BeEmpty(), "no field of an applied object owned by update")
-		expectClusterCheck(cluster)
+		cluster := upgradeUnderWrites(upgradeCase{
+			from:    os.Getenv("E2E_UPGRADE_FROM"),
+			install: func() { installManifest(previous) },
+			upgrade: func() { installManifest(current) },
+			before: func(before map[string]appsv1.StatefulSet) {
+				for name, sts := range before {
+					Expect(sts.Spec.ServiceName).To(BeEmpty(), "%s: the earlier release made no serviceName", name)
+				}
+			},
+			upgraded: func(c *v1.ValkeyCluster) {
+				Eventually(func() []string { return withoutServiceName(c) }).WithTimeout(5*time.Minute).WithPolling(2*time.Second).
+					Should(BeEmpty(), "every StatefulSet made again with its serviceName")
+			},
+			after: func(before, after map[string]appsv1.StatefulSet) {
+				for name, sts := range after {
+					Expect(sts.UID).NotTo(Equal(before[name].UID), "%s made again", name)
+				}
+			},
+		})
 
 		next := os.Getenv("E2E_UPGRADE_NEXT")
 		if next == "" {
@@ -133,7 +76,136 @@ var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 		}
 		AddReportEntry("operator upgrade, image only", fmt.Sprintf("workload controller :dev → :next: 0 of %d pods replaced", len(running)))
 	})
+
+	It("upgrades an earlier Helm release with helm upgrade: its CRDs too, one pod down at a time, nothing lost", func() {
+		chart, current := os.Getenv("E2E_UPGRADE_HELM_CHART"), os.Getenv("E2E_UPGRADE_CURRENT")
+		if chart == "" || current == "" || os.Getenv("HELM") == "" {
+			Skip("E2E_UPGRADE_HELM_CHART, E2E_UPGRADE_CURRENT and HELM name the earlier chart, this tree's manifest and Helm (make e2e-upgrade)")
+		}
+		tag := os.Getenv("E2E_UPGRADE_HELM_TAG")
+		removeManifest(current) // Helm installs the controllers itself; the CRDs stay
+		DeferCleanup(func() {
+			_, _ = helm("uninstall", helmRelease, "-n", operatorNamespace, "--wait")
+			installManifest(current)
+		})
+
+		upgradeUnderWrites(upgradeCase{
+			from: os.Getenv("E2E_UPGRADE_HELM_FROM") + " (helm)",
+			install: func() {
+				// The earlier chart kept its CRDs in crds/, which Helm installs only where
+				// there are none: those of that release are applied as they were.
+				out, err := kubectl("apply", "--server-side", "--force-conflicts", "-f", filepath.Join(chart, "crds"))
+				Expect(err).NotTo(HaveOccurred(), out)
+				helmInstall("install", chart, tag)
+			},
+			upgrade: func() {
+				// Once, from a chart with crds/: the CRDs become the release's.
+				helmInstall("upgrade", filepath.Join(repoRoot(), "deploy", "helm", "valkey-operator"), "dev", "--take-ownership")
+				for _, crd := range []string{"valkeyclusters.valkey.io", "valkeynodes.valkey.io", "valkeybackups.valkey.io", "valkeybackupschedules.valkey.io"} {
+					Expect(crdAnnotation(crd, "meta.helm.sh/release-name")).To(Equal(helmRelease), "%s belongs to the release", crd)
+					Expect(crdAnnotation(crd, "helm.sh/resource-policy")).To(Equal("keep"), "%s is kept by helm uninstall", crd)
+				}
+				Expect(crdSchema("valkeyclusters.valkey.io")).To(ContainSubstring(`"autoGrow"`), "helm upgrade brought this tree's CRD schema")
+			},
+		})
+	})
 })
+
+// upgradeCase is one operator upgrade: the earlier release installed, then this tree, and
+// what a case checks of its own before, right after the upgrade and once Ready.
+type upgradeCase struct {
+	from             string
+	install, upgrade func()
+	before           func(map[string]appsv1.StatefulSet)
+	upgraded         func(*v1.ValkeyCluster)
+	after            func(before, after map[string]appsv1.StatefulSet)
+}
+
+// upgradeUnderWrites runs an upgrade under the WAIT 1 writer and checks what every upgrade
+// must hold; it returns the cluster, upgraded and Ready.
+func upgradeUnderWrites(uc upgradeCase) *v1.ValkeyCluster {
+	By("the earlier release installed, a 3 × 1 persistent cluster Ready under it")
+	uc.install()
+	ns := newNamespace("opupgrade")
+	cluster := newCluster(ns, "up", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+	waitReady(cluster, 5*time.Minute)
+	before := statefulSets(cluster)
+	if uc.before != nil {
+		uc.before(before)
+	}
+	pw := password(cluster)
+	roles := map[string]v1.Role{}
+	for _, n := range clusterNodes(cluster) {
+		roles[n.Name] = n.Status.Topology.Role
+	}
+	rec := recordApprovals(cluster, pw)
+	pods := watchPods(cluster, 6)
+	w := startAckWriter(cluster, "opupgrade")
+
+	By("this tree installed over it")
+	start := time.Now()
+	uc.upgrade()
+	if uc.upgraded != nil {
+		uc.upgraded(cluster)
+	}
+	waitReady(cluster, 10*time.Minute)
+	took := time.Since(start)
+	acked, refused := w.stop()
+	approvals := rec.stop()
+	maxDown, uids := pods.stop()
+	lost, unreadable := lostKeys(cluster, "opupgrade", acked)
+
+	after := statefulSets(cluster)
+	changed := map[string][]string{}
+	for name, sts := range after {
+		changed[name] = templateChanges(before[name].Spec.Template, sts.Spec.Template)
+	}
+	restarted := 0
+	for _, u := range uids {
+		restarted += len(u) - 1
+	}
+	GinkgoWriter.Printf("operator upgrade from %s: %s; acked=%d refused=%v lost=%d; pods restarted %d; at most %d down at once; approvals %v\n",
+		uc.from, took.Round(time.Second), len(acked), refused, lost, restarted, maxDown, approvals)
+	byChanges := map[string][]string{}
+	for _, name := range sortedKeys(changed) {
+		fields := strings.Join(changed[name], ", ")
+		byChanges[fields] = append(byChanges[fields], name)
+	}
+	for fields, names := range byChanges {
+		GinkgoWriter.Printf("  template fields changed in %s: %s\n", strings.Join(names, " "), fields)
+	}
+	AddReportEntry("operator upgrade", fmt.Sprintf("from %s in %s; acked=%d lost=%d; pods restarted %d, at most %d down at once",
+		uc.from, took.Round(time.Second), len(acked), lost, restarted, maxDown))
+
+	Expect(lost + unreadable).To(BeZero())
+	Expect(maxDown).To(BeNumerically("<=", 1), "never two pods of the cluster down at once")
+	revisions := templateRevisions(cluster)
+	for name, u := range uids {
+		sts := strings.TrimSuffix(name, "-0")
+		if len(changed[sts]) == 0 {
+			Expect(u).To(HaveLen(1), "%s: its template did not change: not restarted", name)
+			continue
+		}
+		// Two templates given within a second (the node's spec changed right after its
+		// roll was applied) restart the pod once.
+		Expect(len(u)-1).To(And(BeNumerically(">=", 1), BeNumerically("<=", revisions[sts]-1)),
+			"%s: restarted once for each template its StatefulSet was given, at most", name)
+	}
+	GinkgoWriter.Printf("  templates applied per StatefulSet (the earlier release's one included): %v\n", revisions)
+	if restarted > 0 {
+		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes approved at once")
+		expectReplicasFirst(approvals, roles)
+	}
+	if uc.after != nil {
+		uc.after(before, after)
+	}
+	for _, p := range clusterPods(cluster) {
+		Expect(p.Spec.Subdomain).To(Equal("valkey-up-nodes"), "%s has its DNS name", p.Name)
+	}
+	Expect(updateOwners(cluster)).To(BeEmpty(), "no field of an applied object owned by update")
+	expectClusterCheck(cluster)
+	return cluster
+}
 
 // waitLeader waits until the controller's leader Lease is held by one of its pods that
 // runs image.

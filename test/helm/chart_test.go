@@ -24,17 +24,13 @@ func TestChartMatchesKustomize(t *testing.T) {
 		sets                 []string
 	}{
 		{"default", "default", "valkey-system", []string{"namespace.create=true"}},
-		{"namespaced", "namespaced", "valkey-system", []string{"namespaced=true"}},
+		{"namespaced", "namespaced", "valkey-system", []string{"namespaced=true", "crds.create=false"}},
 		{"local", "local", "valkey-system", append([]string{"namespace.create=true"}, localValues...)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			want := withoutHelmLabels(kustomize(t, tc.dir))
-			rendered := helmTemplate(t, tc.namespace, tc.sets...)
-			if tc.dir == "namespaced" {
-				rendered = withoutCRDs(rendered) // deploy/namespaced leaves the CRDs to a cluster admin
-			}
-			got := withoutHelmLabels(rendered)
+			got := withoutHelmLabels(helmTemplate(t, tc.namespace, tc.sets...))
 			if d := diff(want, got); len(d) > 0 {
 				t.Fatalf("helm template (%s) and kustomize build deploy/%s differ in %d object(s):\n%s",
 					strings.Join(tc.sets, ","), tc.dir, len(d), strings.Join(d, "\n"))
@@ -48,22 +44,9 @@ func TestChartMatchesKustomize(t *testing.T) {
 // made with kustomize.
 func TestChartLabelsEveryObject(t *testing.T) {
 	for _, o := range helmTemplate(t, "valkey-system", "namespace.create=true", "metrics.podMonitor.enabled=true") {
-		if o["kind"] == "CustomResourceDefinition" {
-			continue // crds/ is installed as is, never templated
-		}
 		labels, _ := o["metadata"].(map[string]any)["labels"].(map[string]any)
 		if labels["app.kubernetes.io/managed-by"] != "Helm" {
 			t.Errorf("%s has no app.kubernetes.io/managed-by: Helm label: %v", o.key(), labels)
 		}
 	}
-}
-
-func withoutCRDs(objs []object) []object {
-	var out []object
-	for _, o := range objs {
-		if o["kind"] != "CustomResourceDefinition" {
-			out = append(out, o)
-		}
-	}
-	return out
 }

@@ -23,11 +23,13 @@ func kube(kubeconfig string, args ...string) (string, error) {
 	return strings.TrimSpace(string(out)), err
 }
 
-// Installing the operator with Helm, as a user would: `helm install` brings the three
-// controllers up and the sample to Ready; `helm uninstall` removes the controllers and their
-// RBAC and leaves what docs/install.md says it leaves: the CRDs, the ValkeyClusters and their
-// running pods, and the claims. The operator installed again takes the cluster over, and a
-// deleted cluster's retained claims outlive a second uninstall.
+// Installing the operator with Helm, as a user would: `helm install` (taking over the CRDs a
+// kustomize install left) brings the three controllers up and the sample to Ready; `helm
+// upgrade` with a changed value rolls a controller and no Valkey pod, and leaves the CRDs the
+// release's; `helm uninstall` removes the controllers and their RBAC and leaves what
+// docs/install.md says it leaves: the CRDs, the ValkeyClusters and their running pods, and the
+// claims. The operator installed again takes the cluster over, and a deleted cluster's
+// retained claims outlive a second uninstall.
 func TestHelmInstall(t *testing.T) {
 	kc := os.Getenv("E2E_KUBECONFIG")
 	if kc == "" {
@@ -37,7 +39,7 @@ func TestHelmInstall(t *testing.T) {
 	h.removeKustomizeInstall()
 	t.Cleanup(h.cleanup)
 
-	h.install()
+	h.install("--take-ownership") // the CRDs of the kustomize install become the release's
 	h.must("create", "namespace", sampleNamespace)
 	h.must("-n", sampleNamespace, "apply", "-f", filepath.Join(repoRoot(t), "deploy", "samples", "valkeycluster-local.yaml"))
 	start := time.Now()
@@ -47,10 +49,11 @@ func TestHelmInstall(t *testing.T) {
 	if len(claims) != 6 {
 		t.Fatalf("the sample (3 × 1) should hold 6 claims, has %v", claims)
 	}
+	h.upgradeRollsNoValkeyPod()
 
 	h.uninstall()
 	h.expectNoChartObjects()
-	h.expectExists("crd", "valkeyclusters.valkey.io", "the CRDs stay (crds/ is never deleted by Helm)")
+	h.expectExists("crd", "valkeyclusters.valkey.io", "the CRDs stay (helm.sh/resource-policy: keep)")
 	h.expectExists("-n", sampleNamespace, "valkeycluster", sampleName, "the ValkeyCluster stays")
 	if got := h.claims(); len(got) != len(claims) {
 		t.Fatalf("claims after uninstall: %v, want %v", got, claims)
@@ -59,7 +62,7 @@ func TestHelmInstall(t *testing.T) {
 		t.Fatalf("after uninstall %d of the sample's 6 pods are Ready: the servers should run on unmanaged", ready)
 	}
 
-	h.install()
+	h.install() // the kept CRDs carry the release's name: adopted without --take-ownership
 	h.must("-n", sampleNamespace, "wait", "--for=condition=Ready", "--timeout=5m", "valkeycluster/"+sampleName)
 	h.must("-n", sampleNamespace, "delete", "valkeycluster", sampleName, "--timeout=5m")
 	h.must("-n", sampleNamespace, "wait", "--for=delete", "--timeout=5m", "valkeynode", "--all")
@@ -111,9 +114,10 @@ func (h *harness) removeKustomizeInstall() {
 	h.t.Logf("removed the kustomize install's controllers and RBAC (%d objects), kept the CRDs", len(keep))
 }
 
-func (h *harness) install() {
+// install runs helm install with this tree's chart and the local cluster's images.
+func (h *harness) install(extra ...string) {
 	h.t.Helper()
-	args := []string{"install", release, chartDir(h.t), "-n", operatorNamespace, "--create-namespace", "--wait", "--timeout", "3m"}
+	args := append([]string{"install", release, chartDir(h.t), "-n", operatorNamespace, "--create-namespace", "--wait", "--timeout", "3m"}, extra...)
 	for _, s := range localValues {
 		args = append(args, "--set", s)
 	}
@@ -122,6 +126,36 @@ func (h *harness) install() {
 		h.t.Fatalf("helm install: %v\n%s", err, out)
 	}
 	h.t.Logf("helm install: the three controllers available in %.0f s", time.Since(start).Seconds())
+}
+
+// upgradeRollsNoValkeyPod runs helm upgrade with one more flag for the volume controller: its
+// Deployment rolls, the sample's pods do not, and the CRDs stay the release's.
+func (h *harness) upgradeRollsNoValkeyPod() {
+	h.t.Helper()
+	pods := h.podUIDs()
+	args := []string{"upgrade", release, chartDir(h.t), "-n", operatorNamespace, "--reuse-values", "--wait", "--timeout", "3m",
+		"--set", "volumeController.extraArgs={--usage-interval=15s}"}
+	start := time.Now()
+	if out, err := h.helmRun(args...); err != nil {
+		h.t.Fatalf("helm upgrade: %v\n%s", err, out)
+	}
+	h.t.Logf("helm upgrade: the controllers available again in %.0f s", time.Since(start).Seconds())
+	if got := h.must("-n", operatorNamespace, "get", "deployment", "valkey-volume-controller", "-o", "jsonpath={.spec.template.spec.containers[0].args}"); !strings.Contains(got, "--usage-interval=15s") {
+		h.t.Fatalf("after helm upgrade the volume controller runs with %s", got)
+	}
+	if got := h.must("get", "crd", "valkeyclusters.valkey.io", "-o", `jsonpath={.metadata.annotations.meta\.helm\.sh/release-name}`); got != release {
+		h.t.Fatalf("after helm upgrade the CRD belongs to release %q, want %q", got, release)
+	}
+	h.must("-n", sampleNamespace, "wait", "--for=condition=Ready", "--timeout=5m", "valkeycluster/"+sampleName)
+	if got := h.podUIDs(); got != pods {
+		h.t.Fatalf("helm upgrade of the controllers replaced Valkey pods:\nbefore %s\nafter  %s", pods, got)
+	}
+}
+
+// podUIDs lists the sample namespace's pods as name=uid.
+func (h *harness) podUIDs() string {
+	h.t.Helper()
+	return h.must("-n", sampleNamespace, "get", "pods", "-o", `jsonpath={range .items[*]}{.metadata.name}={.metadata.uid}{" "}{end}`)
 }
 
 func (h *harness) uninstall() {

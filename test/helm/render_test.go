@@ -65,7 +65,7 @@ func run(t *testing.T, name string, args ...string) []byte {
 // helmTemplate renders the chart into namespace with the given --set values.
 func helmTemplate(t *testing.T, namespace string, sets ...string) []object {
 	t.Helper()
-	args := []string{"template", "valkey-operator", chartDir(t), "-n", namespace, "--include-crds"}
+	args := []string{"template", "valkey-operator", chartDir(t), "-n", namespace}
 	for _, s := range sets {
 		args = append(args, "--set", s)
 	}
@@ -97,24 +97,36 @@ func parse(t *testing.T, stream []byte) []object {
 // helmLabels are the labels the chart adds to every object for Helm's own bookkeeping.
 var helmLabels = []string{"app.kubernetes.io/managed-by", "app.kubernetes.io/instance", "helm.sh/chart"}
 
-// withoutHelmLabels returns the objects by key, with Helm's bookkeeping labels removed (and a
-// labels map left empty by that removal dropped).
+// helmAnnotations are the annotations the chart adds for Helm's own bookkeeping: the CRDs are
+// kept by helm uninstall.
+var helmAnnotations = []string{"helm.sh/resource-policy"}
+
+// withoutHelmLabels returns the objects by key, with Helm's bookkeeping labels and annotations
+// removed (and a map left empty by that removal dropped).
 func withoutHelmLabels(objs []object) map[string]object {
 	out := map[string]object{}
 	for _, o := range objs {
 		if meta, ok := o["metadata"].(map[string]any); ok {
-			if labels, ok := meta["labels"].(map[string]any); ok {
-				for _, l := range helmLabels {
-					delete(labels, l)
-				}
-				if len(labels) == 0 {
-					delete(meta, "labels")
-				}
-			}
+			withoutKeys(meta, "labels", helmLabels)
+			withoutKeys(meta, "annotations", helmAnnotations)
 		}
 		out[o.key()] = o
 	}
 	return out
+}
+
+// withoutKeys deletes keys from the map meta[field], and the map itself once empty.
+func withoutKeys(meta map[string]any, field string, keys []string) {
+	m, ok := meta[field].(map[string]any)
+	if !ok {
+		return
+	}
+	for _, k := range keys {
+		delete(m, k)
+	}
+	if len(m) == 0 {
+		delete(meta, field)
+	}
 }
 
 // diff lists what differs between two sets of objects: missing, extra and changed objects,

@@ -2,22 +2,25 @@
 # Builds the operator as it was at an earlier commit, for the operator-upgrade spec
 # (test/e2e/operatorupgrade_test.go, `make e2e-upgrade`):
 #
-#   test/upgrade/previous.sh COMMIT
+#   test/upgrade/previous.sh COMMIT [TAG]
 #
 # - the commit's tree, from this repository's own history (git archive), in
-#   .local/upgrade/<commit>/src;
+#   .local/upgrade/<commit>-TAG/src (its Helm chart, when it has one, is
+#   .local/upgrade/<commit>-TAG/src/deploy/helm/valkey-operator);
 # - its three controllers and valkey-start, built there (its own go.mod), packed as
-#   valkey.local/{volume,workload,topology}-controller:previous by this tree's image packer
-#   (test/images), the same layout as `make images`, and imported when the local cluster is up;
-# - its deploy/local, rendered with those images: .local/upgrade/previous.yaml (the spec
-#   applies it, then this tree's deploy/local over it).
+#   valkey.local/{volume,workload,topology}-controller:TAG (default: previous) by this tree's
+#   image packer (test/images), the same layout as `make images`, and imported when the local
+#   cluster is up;
+# - its deploy/local, rendered with those images: .local/upgrade/TAG.yaml (the spec applies
+#   it, then this tree's deploy/local over it), and the commit in .local/upgrade/TAG.commit.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
-from="${1:?usage: test/upgrade/previous.sh COMMIT}"
+from="${1:?usage: test/upgrade/previous.sh COMMIT [TAG]}"
+tag="${2:-previous}"
 sha="$(git -C "$repo" rev-parse --verify "$from^{commit}")"
 out="$repo/.local/upgrade"
-dir="$out/${sha:0:12}"
+dir="$out/${sha:0:12}-$tag"
 src="$dir/src"
 bin="$dir/bin"
 start=$(date +%s)
@@ -34,15 +37,15 @@ if [ ! -f "$dir/done" ]; then
 	for c in volume workload topology; do
 		extra=()
 		[ "$c" != workload ] || extra=("$bin/valkey-start=/usr/local/bin/valkey-start")
-		"$bin/imagepack" -out "$dir/$c-controller.tar" -tag "valkey.local/$c-controller:previous" \
+		"$bin/imagepack" -out "$dir/$c-controller.tar" -tag "valkey.local/$c-controller:$tag" \
 			-entrypoint "/usr/local/bin/$c-controller" -user 65532:65532 -passwd nonroot:65532:65532:/ \
 			"$bin/$c-controller=/usr/local/bin/$c-controller" "${extra[@]}"
 	done
 	touch "$dir/done"
 fi
 kubectl kustomize "$src/deploy/local" |
-	sed -E 's#(valkey\.local/(volume|workload|topology)-controller):dev#\1:previous#' >"$out/previous.yaml"
-grep -q 'controller:previous' "$out/previous.yaml" || { echo "no controller image of $sha in its deploy/local" >&2; exit 1; }
-echo "$sha" >"$out/previous.commit"
-echo "operator at ${sha:0:12} built in $(($(date +%s) - start))s: $out/previous.yaml"
+	sed -E "s#(valkey\.local/(volume|workload|topology)-controller):dev#\1:$tag#" >"$out/$tag.yaml"
+grep -q "controller:$tag" "$out/$tag.yaml" || { echo "no controller image of $sha in its deploy/local" >&2; exit 1; }
+echo "$sha" >"$out/$tag.commit"
+echo "operator at ${sha:0:12} built in $(($(date +%s) - start))s: $out/$tag.yaml"
 "$repo/test/localcluster/cluster.sh" import "$dir"/*-controller.tar
