@@ -116,6 +116,11 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 	if err := st.cs.ok(ctx, src.addr, args...); err != nil {
 		return 0, err
 	}
+	ordered := 0
+	for _, mv := range moves {
+		ordered += len(mv.Slots)
+	}
+	slotsMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(ordered))
 	if migrationStarting(st) {
 		r.event(st, src.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
 			"moving %d slots from %s atomically to %s", inFlight, src.node.Name, targetNames(st, moves))

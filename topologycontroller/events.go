@@ -14,6 +14,7 @@ func (r *Reconciler) event(st *clusterState, node *valkeyv1.ValkeyNode, eventTyp
 		related = node
 	}
 	r.Recorder.Eventf(st.cluster, related, eventType, reason, action, msg, args...)
+	countEvent(st.cluster.Namespace, st.cluster.Name, reason)
 	if node != nil {
 		r.Recorder.Eventf(node, nil, eventType, reason, action, msg, args...)
 	}

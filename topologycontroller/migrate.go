@@ -81,6 +81,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 		_, _ = st.cs.multi(ctx, m.addr, setslot(give, "NODE", dst.id()))
 	}
 	r.stalls.cleared(st.cluster.UID, give)
+	slotsMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(len(give)))
 	return len(give), nil
 }
 

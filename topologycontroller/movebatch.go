@@ -53,7 +53,9 @@ func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst
 			err := r.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.cs.migrateAuth(dst.addr), b, r.Options.CommandTimeout), b)
 			var refused *batchRefused
 			switch {
-			case err == nil, errors.Is(err, errBatchChanged):
+			case err == nil:
+				keysMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(len(b.keys)))
+			case errors.Is(err, errBatchChanged):
 			case errors.As(err, &refused):
 				failed[b.slot] = refused.Error()
 			default:

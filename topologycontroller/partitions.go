@@ -75,6 +75,17 @@ func newPartitioned(mgr ctrl.Manager, opts Options) (*partitioned, error) {
 	return &partitioned{set: set, c: mgr.GetClient()}, nil
 }
 
+// collectorSource is what the metrics collector reads, for mgr: with sharding, only the
+// clusters of the partitions held.
+func (s *partitioned) collectorSource(mgr ctrl.Manager) *collectorSource {
+	src := &collectorSource{reader: mgr.GetClient(), elected: mgr.Elected()}
+	if s != nil {
+		src.owns = s.set.Holds
+		src.held = func() int { return len(s.set.Held()) }
+	}
+	return src
+}
+
 // guardClusters runs r for the ValkeyClusters of the partitions held.
 func (s *partitioned) guardClusters(r reconcile.Reconciler) reconcile.Reconciler {
 	if s == nil {

@@ -245,11 +245,14 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Complete(shards.guardNodes(opts.wrap("topology-outside-cluster", nr))); err != nil {
 		return fmt.Errorf("set up ValkeyNode controller: %w", err)
 	}
+	collector.set(shards.collectorSource(mgr))
 	return setupBackups(mgr, r, shards)
 }
 
-// wrap applies the Middleware to r.
+// wrap counts r's errors (valkey_topology_reconcile_errors_total) and applies the
+// Middleware.
 func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler {
+	r = countingErrors(name, r)
 	if o.Middleware == nil {
 		return r
 	}

@@ -75,6 +75,13 @@ func (s *Set) Partitions() int { return s.cfg.Partitions }
 // Of is the partition of key.
 func (s *Set) Of(key string) int { return Of(key, s.cfg.Partitions) }
 
+// Holds reports whether this replica may act on key now.
+func (s *Set) Holds(key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.validLocked(s.Of(key))
+}
+
 // Held lists the partitions this replica may act on now.
 func (s *Set) Held() []int {
 	s.mu.Lock()
