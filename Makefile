@@ -119,6 +119,7 @@ manifests: $(CONTROLLER_GEN) ## Generate CRDs (deploy/crd) and one ClusterRole p
 	  cp deploy/$$c-controller/rbac/role.yaml $(CHART)/files/rbac/$$c-controller.yaml; \
 	done
 	rm -f $(CHART)/files/crds/*.yaml; cp deploy/crd/valkey.io_*.yaml $(CHART)/files/crds/
+	rm -f $(CHART)/files/monitoring/*.yaml; cp deploy/monitoring/podmonitor-*.yaml deploy/monitoring/prometheusrule.yaml $(CHART)/files/monitoring/
 
 .PHONY: verify-generated
 verify-generated: generate manifests ## Fail when generated files are stale.
@@ -149,7 +150,7 @@ vet: ## go vet and gofmt.
 .PHONY: helm-lint
 helm-lint: $(HELM) ## helm lint and helm template of the chart, default and namespaced.
 	$(HELM) lint --strict $(CHART)
-	$(HELM) lint --strict $(CHART) --set namespaced=true,metrics.podMonitor.enabled=true
+	$(HELM) lint --strict $(CHART) --set namespaced=true,metrics.podMonitor.enabled=true,metrics.valkeyPodMonitor.enabled=true,metrics.prometheusRule.enabled=true
 	$(HELM) template valkey-operator $(CHART) -n valkey-system >/dev/null
 	$(HELM) template valkey-operator $(CHART) -n team-a --set namespaced=true,crds.create=false >/dev/null
 

@@ -89,9 +89,10 @@ func readUsers(ctx context.Context, cs *conns, m *member) (map[string]acl.Listed
 func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
-	replication := p.replication
+	replication, metrics := p.replication, p.metrics
 	replication.Rules = acl.ReplicationRules(m.valkeyMajor())
-	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed)}
+	metrics.Rules = acl.MetricsRules(m.valkeyMajor())
+	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed), keptAuth(metrics, listed)}
 	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
 		if ok && r.aclForms.matches(l, u) {
@@ -103,7 +104,7 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *
 	}
 	var gone []string
 	for name := range listed {
-		if name != valkeyv1.OperatorUser && name != acl.ReplicationUser && name != "default" && !p.listed[name] {
+		if name != valkeyv1.OperatorUser && name != acl.ReplicationUser && name != acl.MetricsUser && name != "default" && !p.listed[name] {
 			gone = append(gone, name)
 		}
 	}
@@ -118,7 +119,7 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *
 	return r.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
 }
 
-// keptAuth is the operator's or the replication user as planned for a server: a server that
+// keptAuth is the operator's, the replication or the metrics user as planned for a server: a server that
 // has it with other passwords keeps them (pods hold the password they started with for
 // their probes and replication; the operator reaches such a server with the default user's
 // password, or reports PasswordRejected).

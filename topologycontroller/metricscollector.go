@@ -65,13 +65,14 @@ var (
 	descRollsPending = clusterDesc("valkey_cluster_rolls_pending", "Nodes whose pod waits for a restart the workload controller requested (RollPending=True).")
 	descBackups      = clusterDesc("valkey_cluster_backups", "ValkeyBackups of the cluster, by phase.", "phase")
 	descLastBackup   = clusterDesc("valkey_cluster_last_backup_completed_timestamp_seconds", "When the cluster's last completed ValkeyBackup completed (Unix time); absent before the first.")
+	descCertExpiry   = clusterDesc("valkey_cluster_tls_certificate_expiry_timestamp_seconds", "When the certificate of the cluster's TLS Secret expires (Unix time), as the controller last read it; absent without spec.tls.")
 	descHeld         = prometheus.NewDesc("valkey_topology_partitions_held", "Partitions of the ValkeyClusters this topology controller replica holds (absent with sharding off).", nil, nil)
 )
 
 // Describe sends every metric's description.
 func (c *clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descReady, descDegraded, descPaused, descShards, descShardsReady, descNodes,
-		descNodesReady, descSlots, descRollsPending, descBackups, descLastBackup, descHeld} {
+		descNodesReady, descSlots, descRollsPending, descBackups, descLastBackup, descCertExpiry, descHeld} {
 		ch <- d
 	}
 }
@@ -98,12 +99,30 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if src.reader.List(ctx, &clusters) != nil || src.reader.List(ctx, &nodes) != nil || src.reader.List(ctx, &backups) != nil {
 		return // the cache is not synced yet: no figures rather than wrong ones
 	}
+	exists := map[string]bool{}
 	for i := range clusters.Items {
 		vc := &clusters.Items[i]
-		if src.owns == nil || src.owns(client.ObjectKeyFromObject(vc).String()) {
+		key := client.ObjectKeyFromObject(vc).String()
+		exists[key] = true
+		if src.owns == nil || src.owns(key) {
 			collectCluster(ch, vc, nodes.Items, backups.Items)
 		}
 	}
+	certExpiries.Range(func(k, _ any) bool {
+		if !exists[k.(string)] {
+			certExpiries.Delete(k)
+		}
+		return true
+	})
+}
+
+// certExpiries are the expiry of each cluster's TLS certificate ("namespace/name" →
+// time.Time), as the TLS phase last read its Secret.
+var certExpiries sync.Map
+
+// recordCertExpiry remembers when the certificate of vc's TLS Secret expires.
+func recordCertExpiry(vc *valkeyv1.ValkeyCluster, notAfter time.Time) {
+	certExpiries.Store(client.ObjectKeyFromObject(vc).String(), notAfter)
 }
 
 // collectCluster sends one cluster's gauges.
@@ -151,6 +170,9 @@ func collectCluster(ch chan<- prometheus.Metric, vc *valkeyv1.ValkeyCluster, nod
 	}
 	if last != nil {
 		gauge(descLastBackup, float64(last.Unix()))
+	}
+	if t, ok := certExpiries.Load(client.ObjectKeyFromObject(vc).String()); ok && vc.Spec.TLS != nil {
+		gauge(descCertExpiry, float64(t.(time.Time).Unix()))
 	}
 }
 

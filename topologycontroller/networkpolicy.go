@@ -85,9 +85,9 @@ func (r *Reconciler) policyNotKept(st *clusterState, why string) {
 // only (no controller speaks the bus); on the client port, those, the topology controller's
 // pods in the operator's namespace, and spec.network.clientFrom, or anyone when clientFrom is
 // empty (the same on tls.plaintextPort); on valkey-start's metrics port, the volume
-// controller's pods in the operator's namespace. Egress is not restricted. Without an
-// operator namespace (a controller run outside a pod) only the cluster's own pods and
-// clientFrom are admitted.
+// controller's pods in the operator's namespace and spec.network.metricsFrom. Egress is not
+// restricted. Without an operator namespace (a controller run outside a pod) only the
+// cluster's own pods, clientFrom and metricsFrom are admitted.
 func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNamespace string) *networkingv1.NetworkPolicy {
 	pods := &metav1.LabelSelector{MatchLabels: map[string]string{
 		valkeyv1.LabelCluster:   vc.Name,
@@ -111,7 +111,7 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 		clients.Ports = append(clients.Ports, networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(*t.PlaintextPort))})
 	}
 	ingress := []networkingv1.NetworkPolicyIngressRule{ingressRule(clientPort+busPortOffset, members), clients}
-	if m := netpolicy.MetricsIngress(operatorNamespace); m != nil {
+	if m := netpolicy.MetricsIngress(operatorNamespace, vc.Spec.Network); m != nil {
 		ingress = append(ingress, *m)
 	}
 	return &networkingv1.NetworkPolicy{

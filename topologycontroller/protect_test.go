@@ -111,7 +111,7 @@ var _ = Describe("Disruption budgets and placement", func() {
 var _ = Describe("NetworkPolicy", func() {
 	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
-	It("admits the bus from the cluster's pods only, the client port from anyone or from clientFrom and the topology controller, the metrics port from the volume controller, reports a refused policy, and deletes it when Disabled", func() {
+	It("admits the bus from the cluster's pods only, the client port from anyone or from clientFrom and the topology controller, the metrics port from the volume controller and metricsFrom, reports a refused policy, and deletes it when Disabled", func() {
 		ns := newNamespace()
 		vc := newCluster(ns, "n", 1, 0)
 		DeferCleanup(func() { Expect(k8s.Delete(context.Background(), vc)).To(Succeed()) })
@@ -139,6 +139,13 @@ var _ = Describe("NetworkPolicy", func() {
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"podSelector":{"matchLabels":{"app":"web"}}}]}}`)
 		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return policy(ns, "n")().Spec.Ingress }, 10*time.Second).
 			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume)}))
+
+		By("metricsFrom admits a Prometheus to the metrics port, besides the volume controller")
+		prom := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}
+		patchSpec(ns, "n", `{"network":{"metricsFrom":[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}}}]}}`)
+		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return policy(ns, "n")().Spec.Ingress }, 10*time.Second).
+			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume, prom)}))
+		patchSpec(ns, "n", `{"network":{"metricsFrom":null}}`)
 
 		By("a peer the API server refuses is reported, and the last good policy stays")
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/33"}}]}}`)

@@ -118,6 +118,9 @@ var _ = Describe("Generated certificates", func() {
 			Expect(leaf.VerifyHostname(name)).To(Succeed(), name)
 		}
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventCertificateIssued) }, 10*time.Second).Should(BeNumerically(">=", 1))
+		expiry := metricValue("valkey_cluster_tls_certificate_expiry_timestamp_seconds", map[string]string{"namespace": ns, "cluster": "g"})
+		in90days := float64(time.Now().Add(90 * 24 * time.Hour).Unix())
+		Eventually(expiry, 20*time.Second, 200*time.Millisecond).Should(BeNumerically("~", in90days, 3600), "the certificate's expiry is exported")
 
 		By("a pod IP not covered: issued again")
 		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second).Should(Equal(1))

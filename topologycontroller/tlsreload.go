@@ -26,6 +26,7 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 	if b == nil {
 		return
 	}
+	recordCertExpiry(st.cluster, b.leaf.NotAfter)
 	var stale, failed []string
 	for _, m := range st.sortedMembers() {
 		served := st.cs.servedBy(m.addr)

@@ -13,11 +13,12 @@ import (
 )
 
 // userPlan is what a reconcile gives the cluster's servers: the operator's own user, the
-// replication user, the users of spec.users whose password Secrets are whole, and the
+// replication and metrics users, the users of spec.users whose password Secrets are whole, and the
 // default user (last).
 type userPlan struct {
 	operator    acl.User
 	replication acl.User
+	metrics     acl.User
 	users       []acl.User
 	// listed are the names of spec.users (a listed user is never deleted, even while its
 	// Secret is missing or its rules are refused).
@@ -40,7 +41,7 @@ type userProblem struct{ user, reason, msg string }
 // default user keeps it with every permission, as servers with only requirepass had.
 func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, operatorPassword, defaultPassword string) (*userPlan, error) {
 	p := &userPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword),
-		replication: acl.Replication(operatorPassword, 0), listed: map[string]bool{}}
+		replication: acl.Replication(operatorPassword, 0), metrics: acl.Metrics(operatorPassword, 0), listed: map[string]bool{}}
 	if err := r.readACLSecret(ctx, vc, p); err != nil {
 		return nil, err
 	}

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/acl"
 	"valkey.io/operator/internal/status"
 )
 
@@ -307,6 +308,16 @@ var _ = Describe("ACL users", func() {
 			_, err := as(a, valkeyv1.OperatorUser, opPassword, "CLUSTER", "MYID")
 			return err
 		})()).To(Succeed())
+		By("the metrics user too, live: it reads INFO and CLUSTER INFO, no key")
+		Eventually(everyServer(f, func(a string) error {
+			if _, err := as(a, acl.MetricsUser, acl.MetricsPassword(opPassword), "CLUSTER", "INFO"); err != nil {
+				return err
+			}
+			if _, err := as(a, acl.MetricsUser, acl.MetricsPassword(opPassword), "GET", "k"); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+				return fmt.Errorf("the metrics user GET answered %q, want NOPERM", fmt.Sprint(err))
+			}
+			return nil
+		}), 20*time.Second).Should(Succeed())
 		Expect(checkHealthy(f, pw, 2, 1)).To(Succeed(), "clients of the default user are unchanged")
 	})
 

@@ -54,7 +54,9 @@ func startFakePod(ip string, sizeMi int) *fakePod {
 	p.persistence.Store(valkeystart.NewPersistenceState(false, true, false))
 	l, err := net.Listen("tcp", net.JoinHostPort(ip, strconv.Itoa(metricsPort)))
 	Expect(err).NotTo(HaveOccurred())
-	srv := &http.Server{Handler: valkeystart.MetricsHandler(p.dir, &p.persistence), ReadHeaderTimeout: time.Second}
+	handler, err := valkeystart.MetricsHandler(p.dir, &p.persistence)
+	Expect(err).NotTo(HaveOccurred())
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: time.Second}
 	go func() { _ = srv.Serve(l) }()
 	DeferCleanup(func() { _ = srv.Close() })
 	return p

@@ -68,8 +68,8 @@ func (r *Reconciler) standalonePolicy(ctx context.Context, node *valkeyv1.Valkey
 
 // desiredNodePolicy admits to the node's pod its client port (and tls.plaintextPort) from
 // spec.network.clientFrom, or from anyone when it is empty, and nothing on any other port
-// but valkey-start's metrics port to the volume controller of operatorNamespace (a node
-// outside any cluster has no bus peers). Egress is not restricted.
+// but valkey-start's metrics port to the volume controller of operatorNamespace and
+// spec.network.metricsFrom (a node outside any cluster has no bus peers). Egress is not restricted.
 func desiredNodePolicy(node *valkeyv1.ValkeyNode, operatorNamespace string) *networkingv1.NetworkPolicy {
 	ports := []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(ClientPort))}}
 	if t := node.Spec.TLS; t != nil && t.PlaintextPort != nil {
@@ -82,7 +82,7 @@ func desiredNodePolicy(node *valkeyv1.ValkeyNode, operatorNamespace string) *net
 		}
 	}
 	ingress := []networkingv1.NetworkPolicyIngressRule{{Ports: ports, From: from}}
-	if m := netpolicy.MetricsIngress(operatorNamespace); m != nil {
+	if m := netpolicy.MetricsIngress(operatorNamespace, node.Spec.Network); m != nil {
 		ingress = append(ingress, *m)
 	}
 	return &networkingv1.NetworkPolicy{

@@ -32,7 +32,7 @@ var clientPort = networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.Protocol
 // A node outside any cluster has no cluster policy to cover it: the workload controller
 // writes one of its own, which admits its client port only.
 var _ = Describe("NetworkPolicy of a node outside any cluster", func() {
-	It("admits the client port only, from clientFrom when set, deletes it when Disabled, and writes none for a cluster's node", func(ctx context.Context) {
+	It("admits the client port only, from clientFrom when set, the metrics port from metricsFrom, deletes it when Disabled, and writes none for a cluster's node", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) { n.Name = "alone" })
 		Eventually(nodePolicy(ctx, n)).ShouldNot(BeNil())
@@ -50,6 +50,16 @@ var _ = Describe("NetworkPolicy of a node outside any cluster", func() {
 		})
 		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return nodePolicy(ctx, n)().Spec.Ingress }).Should(Equal(
 			[]networkingv1.NetworkPolicyIngressRule{{Ports: []networkingv1.NetworkPolicyPort{clientPort}, From: []networkingv1.NetworkPolicyPeer{apps}}}))
+
+		By("with metricsFrom, those peers on the metrics port too")
+		prom := networkingv1.NetworkPolicyPeer{NamespaceSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"kubernetes.io/metadata.name": "monitoring"}}}
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Network.MetricsFrom = []networkingv1.NetworkPolicyPeer{prom} })
+		metricsPort := networkingv1.NetworkPolicyPort{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(9121))}
+		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return nodePolicy(ctx, n)().Spec.Ingress }).Should(Equal(
+			[]networkingv1.NetworkPolicyIngressRule{
+				{Ports: []networkingv1.NetworkPolicyPort{clientPort}, From: []networkingv1.NetworkPolicyPeer{apps}},
+				{Ports: []networkingv1.NetworkPolicyPort{metricsPort}, From: []networkingv1.NetworkPolicyPeer{prom}},
+			}))
 
 		By("Disabled: deleted")
 		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Network.Policy = valkeyv1.NetworkPolicyDisabled })

@@ -49,14 +49,15 @@ type TLSSpec struct {
 // no restart) and removed from every node when it leaves the list.
 type UserSpec struct {
 	// Name of the user. "default" is Valkey's default user: when spec.users is set it is
-	// off unless listed. "valkey-operator" (the operator's own user) and "valkey-replication" (the
-	// replicas' user) are reserved.
+	// off unless listed. "valkey-operator" (the operator's own user), "valkey-replication" (the
+	// replicas' user) and "valkey-metrics" (the metrics exporter's) are reserved.
 	// +required
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=64
 	// +kubebuilder:validation:Pattern=`^[A-Za-z0-9][A-Za-z0-9._:-]*$`
 	// +kubebuilder:validation:XValidation:rule="self != 'valkey-operator'",message="users[].name valkey-operator is reserved for the operator's own user"
 	// +kubebuilder:validation:XValidation:rule="self != 'valkey-replication'",message="users[].name valkey-replication is reserved for the replicas' user"
+	// +kubebuilder:validation:XValidation:rule="self != 'valkey-metrics'",message="users[].name valkey-metrics is reserved for the metrics exporter's user"
 	Name string `json:"name"`
 
 	// PasswordSecrets: each names a Secret key holding one password the user may

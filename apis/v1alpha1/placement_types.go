@@ -88,7 +88,8 @@ const (
 type NetworkSpec struct {
 	// Policy: Enabled (default) makes the topology controller write the NetworkPolicy
 	// valkey-<cluster>: the cluster bus port (16379) only from the cluster's own pods, the
-	// client port (6379) from those, the topology controller's pods and clientFrom.
+	// client port (6379) from those, the topology controller's pods and clientFrom, the
+	// metrics port (9121) from the volume controller's pods and metricsFrom.
 	// Disabled writes none (and deletes the one written before), for your own policies.
 	// +optional
 	// +kubebuilder:default=Enabled
@@ -100,6 +101,15 @@ type NetworkSpec struct {
 	// +listType=atomic
 	// +kubebuilder:validation:MaxItems=50
 	ClientFrom []networkingv1.NetworkPolicyPeer `json:"clientFrom,omitempty"`
+
+	// MetricsFrom are the peers allowed to reach each pod's metrics port (9121:
+	// valkey-start's /metrics, with the server's own figures) besides the volume controller,
+	// for example your Prometheus: a namespaceSelector of its namespace and a podSelector of
+	// its pods. Empty (the default): the volume controller only.
+	// +optional
+	// +listType=atomic
+	// +kubebuilder:validation:MaxItems=50
+	MetricsFrom []networkingv1.NetworkPolicyPeer `json:"metricsFrom,omitempty"`
 }
 
 // PolicyEnabled tells whether the cluster's NetworkPolicy is written.

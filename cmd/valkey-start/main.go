@@ -68,6 +68,7 @@ func runServer(args []string) int {
 	fs.StringVar(&w.RestoreID, "restore-id", "", "the backup the data directory was restored from: prepared once (see --restore-identity) before the server starts")
 	fs.StringVar(&w.RestoreIdentity, "restore-identity", valkeystart.IdentityFresh, "with --restore-id: keep (nodes.conf cut to this node) or fresh (nodes.conf removed)")
 	fs.StringVar(&w.MetricsAddr, "metrics-addr", "", "serve /metrics here (for example :9121): the data directory's usage and the server's persistence state; off when empty")
+	fs.BoolVar(&w.ServerMetrics, "server-metrics", true, "with --metrics-addr and --user: add the server's own figures (redis_exporter's names) to /metrics, read as the valkey-metrics user")
 	fs.DurationVar(&w.HandOverTimeout, "hand-over-timeout", 20*time.Second, "bound of the hand-over to a replica on SIGTERM")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -80,6 +81,7 @@ func runServer(args []string) int {
 		return 2
 	}
 	w.Password = os.Getenv(*passwordEnv)
+	w.ServerMetrics = w.ServerMetrics && w.User != ""
 	if *tlsCA != "" {
 		cfg, err := tlsconf.FromCAFile(*tlsCA)
 		if err != nil {

@@ -94,8 +94,46 @@ func Replication(operatorPassword string, valkeyMajor int) User {
 // its own. It is the masterauth of each server, which CONFIG GET shows: what it reveals
 // cannot be turned back into the operator's password.
 func ReplicationPassword(operatorPassword string) string {
+	return derivedPassword(operatorPassword, ReplicationUser)
+}
+
+// MetricsUser is the user valkey-start's metrics exporter reads each server's figures as
+// (INFO, CLUSTER INFO, latency, slow log). Its password is derived from the operator's, as
+// the replication user's is; spec.users may not name it.
+const MetricsUser = "valkey-metrics"
+
+// MetricsRules are the metrics user's permissions: what the exporter sends on each scrape,
+// and nothing that reads a key, a value or the server's config (CONFIG GET would show
+// masterauth): INFO, CLUSTER INFO, LATENCY LATEST and HISTOGRAM, SLOWLOG GET and LEN.
+// COMMANDLOG LEN (the slow log of Valkey 8.1 on) from Valkey 9: a server that does not know
+// a command refuses the whole user, and the major version is what is known of a server
+// (an 8.1 server answers the exporter's COMMANDLOG LEN with NOPERM, counted in ACL LOG).
+func MetricsRules(valkeyMajor int) []string {
+	rules := []string{"resetkeys", "resetchannels", "-@all", "+info", "+cluster|info",
+		"+latency|latest", "+latency|histogram", "+slowlog|get", "+slowlog|len"}
+	if valkeyMajor >= 9 {
+		rules = append(rules, "+commandlog|len")
+	}
+	return rules
+}
+
+// Metrics is the metrics user with its password, derived from the operator's
+// (MetricsPassword), for a server of the given Valkey major version (MetricsRules).
+func Metrics(operatorPassword string, valkeyMajor int) User {
+	return User{Name: MetricsUser, On: true, Hashes: []string{Hash(MetricsPassword(operatorPassword))}, Rules: MetricsRules(valkeyMajor)}
+}
+
+// MetricsPassword is the metrics user's password: an HMAC-SHA-256 of the user's name keyed
+// by the operator's password (ReplicationPassword's way), known only to valkey-start and
+// the topology controller.
+func MetricsPassword(operatorPassword string) string {
+	return derivedPassword(operatorPassword, MetricsUser)
+}
+
+// derivedPassword is an HMAC-SHA-256 of name keyed by the operator's password, in hex.
+func derivedPassword(operatorPassword, name string) string {
 	m := hmac.New(sha256.New, []byte(operatorPassword))
-	m.Write([]byte(ReplicationUser))
+	m.Write([]byte(name))
 	return hex.EncodeToString(m.Sum(nil))
 }
 

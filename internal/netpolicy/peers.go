@@ -1,6 +1,7 @@
 // Package netpolicy holds what the NetworkPolicies of the topology controller (a cluster's)
 // and of the workload controller (a node's outside any cluster) share: the operator's own
-// pods as peers, and the rule that lets the volume controller read valkey-start's metrics.
+// pods as peers, and the rule that lets the volume controller (and spec.network.metricsFrom)
+// read valkey-start's metrics.
 package netpolicy
 
 import (
@@ -10,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/valkeyconf"
 )
 
@@ -31,15 +33,24 @@ func OperatorPods(operatorNamespace, component string) networkingv1.NetworkPolic
 	}
 }
 
-// MetricsIngress admits the volume controller's pods to valkey-start's metrics port (the
-// volume's usage). Without an operator namespace (a controller run outside a pod) it is
-// not wanted: nil.
-func MetricsIngress(operatorNamespace string) *networkingv1.NetworkPolicyIngressRule {
-	if operatorNamespace == "" {
+// MetricsIngress admits to valkey-start's metrics port the volume controller's pods (the
+// volume's usage; not without an operator namespace: a controller run outside a pod) and the
+// peers of spec.network.metricsFrom (a Prometheus). nil when it admits no one.
+func MetricsIngress(operatorNamespace string, network *valkeyv1.NetworkSpec) *networkingv1.NetworkPolicyIngressRule {
+	var from []networkingv1.NetworkPolicyPeer
+	if operatorNamespace != "" {
+		from = append(from, OperatorPods(operatorNamespace, VolumeController))
+	}
+	if network != nil {
+		for _, p := range network.MetricsFrom {
+			from = append(from, *p.DeepCopy())
+		}
+	}
+	if len(from) == 0 {
 		return nil
 	}
 	return &networkingv1.NetworkPolicyIngressRule{
 		Ports: []networkingv1.NetworkPolicyPort{{Protocol: ptr.To(corev1.ProtocolTCP), Port: ptr.To(intstr.FromInt32(valkeyconf.MetricsPort))}},
-		From:  []networkingv1.NetworkPolicyPeer{OperatorPods(operatorNamespace, VolumeController)},
+		From:  from,
 	}
 }

@@ -61,23 +61,24 @@ func (w *Wrapper) readACLFile() (string, error) {
 
 // UsersConfig is the auth file of a cluster node: the operator's own user (user with
 // password), the replication user the replicas authenticate to their primary as
-// (masteruser, masterauth), and
-// the "user" lines of users (the cluster's ACL Secret). Lines of users that are not "user"
-// directives, that name the operator's or the replication user, or that a server could not read back (a quote,
+// (masteruser, masterauth), the metrics user valkey-start's exporter reads the server as,
+// and the "user" lines of users (the cluster's ACL Secret). Lines of users that are not "user"
+// directives, that name the operator's, the replication or the metrics user, or that a server could not read back (a quote,
 // a password rule: acl.SafeLine) are left out. Without a line for the
 // default user it is switched off: a server without requirepass would otherwise let anyone
 // in as default. serverMajor is the server's Valkey major version (0 for Redis): the
-// replication user's rules depend on it (acl.ReplicationRules).
+// replication and metrics users' rules depend on it (acl.ReplicationRules, acl.MetricsRules).
 func UsersConfig(user, password string, users string, serverMajor int) string {
 	var b strings.Builder
 	b.WriteString("# written by valkey-start from the operator's Secret and the cluster's ACL Secret; not kept on disk\n")
 	b.WriteString(acl.Operator(user, password).Line() + "\n")
 	b.WriteString(acl.Replication(password, serverMajor).Line() + "\n")
+	b.WriteString(acl.Metrics(password, serverMajor).Line() + "\n")
 	b.WriteString("masteruser " + acl.ReplicationUser + "\nmasterauth " + valkeyconf.Quote(acl.ReplicationPassword(password)) + "\n")
 	hasDefault := false
 	for _, line := range strings.Split(users, "\n") {
 		name, ok := acl.ParseLine(strings.TrimSpace(line))
-		if !ok || name == user || name == acl.ReplicationUser || !acl.SafeLine(strings.TrimSpace(line)) {
+		if !ok || name == user || name == acl.ReplicationUser || name == acl.MetricsUser || !acl.SafeLine(strings.TrimSpace(line)) {
 			continue // a line the server could not read back would stop it from starting
 		}
 		hasDefault = hasDefault || name == "default"

@@ -87,13 +87,20 @@ func NewPersistenceState(rdbFailing, aofEnabled, aofFailing bool) *PersistenceSt
 }
 
 // MetricsHandler serves /metrics: the usage of dir's file system, measured at each scrape,
-// and the persistence state as last stored in state.
-func MetricsHandler(dir string, state *atomic.Pointer[PersistenceState]) http.Handler {
+// the persistence state as last stored in state and, when server is given, the server's
+// own figures (ServerMetrics). A server that does not answer gives redis_up 0; the rest is
+// served still.
+func MetricsHandler(dir string, state *atomic.Pointer[PersistenceState], server ...ServerMetrics) (http.Handler, error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(volumeCollector{dir: dir, state: state})
+	for _, s := range server {
+		if err := s.register(reg); err != nil {
+			return nil, err
+		}
+	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
-	return mux
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	return mux, nil
 }
 
 // serveMetrics serves /metrics on w.MetricsAddr until ctx ends or the server stops (done).
@@ -102,7 +109,16 @@ func (w *Wrapper) serveMetrics(ctx context.Context, done <-chan struct{}) {
 	if w.MetricsAddr == "" {
 		return
 	}
-	srv := &http.Server{Handler: MetricsHandler(w.DataDir, &w.persistence), ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	var server []ServerMetrics
+	if w.ServerMetrics {
+		server = append(server, ServerMetrics{Addr: w.Addr, OperatorPassword: w.Password, TLS: w.TLS != nil, Timeout: w.DialTimeout})
+	}
+	handler, err := MetricsHandler(w.DataDir, &w.persistence, server...)
+	if err != nil {
+		w.logf("metrics: %v (the server's own figures are not reported)", err)
+		handler, _ = MetricsHandler(w.DataDir, &w.persistence)
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", w.MetricsAddr)
 	if err != nil {
 		w.logf("metrics: %v (the volume's usage is not reported)", err)

@@ -3,6 +3,7 @@ package valkeystart
 import (
 	"context"
 	"io"
+	"net/http"
 	"net/http/httptest"
 	"sync/atomic"
 	"testing"
@@ -14,7 +15,7 @@ import (
 func TestMetricsMeasureTheDataDirectory(t *testing.T) {
 	dir := t.TempDir()
 	var state atomic.Pointer[PersistenceState]
-	srv := httptest.NewServer(MetricsHandler(dir, &state))
+	srv := httptest.NewServer(handlerOf(t, dir, &state))
 	defer srv.Close()
 	f, err := volumeusage.Fetch(context.Background(), srv.Client(), srv.URL+"/metrics")
 	if err != nil {
@@ -39,7 +40,7 @@ func TestMetricsMeasureTheDataDirectory(t *testing.T) {
 func BenchmarkMetricsScrape(b *testing.B) {
 	var state atomic.Pointer[PersistenceState]
 	state.Store(NewPersistenceState(false, true, false))
-	srv := httptest.NewServer(MetricsHandler(b.TempDir(), &state))
+	srv := httptest.NewServer(handlerOf(b, b.TempDir(), &state))
 	defer srv.Close()
 	cl := srv.Client()
 	b.ReportAllocs()
@@ -51,4 +52,14 @@ func BenchmarkMetricsScrape(b *testing.B) {
 		_, _ = io.Copy(io.Discard, resp.Body)
 		_ = resp.Body.Close()
 	}
+}
+
+// handlerOf is MetricsHandler without the server's own figures.
+func handlerOf(t testing.TB, dir string, state *atomic.Pointer[PersistenceState]) http.Handler {
+	t.Helper()
+	h, err := MetricsHandler(dir, state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }

@@ -76,6 +76,9 @@ type Wrapper struct {
 	// MetricsAddr, when set, is where /metrics is served: the data directory's usage and
 	// the server's persistence state (see serveMetrics).
 	MetricsAddr string
+	// ServerMetrics adds the server's own figures to /metrics, read as the metrics user
+	// (acl.MetricsUser, whose password derives from Password): only with User set.
+	ServerMetrics bool
 
 	// aofDamaged is raised by the server's output when it logs an AOF error (see watchAOF).
 	aofDamaged atomic.Bool

@@ -25,6 +25,8 @@ func TestChartMatchesKustomize(t *testing.T) {
 	}{
 		{"default", "default", "valkey-system", []string{"namespace.create=true"}},
 		{"namespaced", "namespaced", "valkey-system", []string{"namespaced=true", "crds.create=false"}},
+		{"monitoring", "default-monitoring", "valkey-system", []string{"namespace.create=true",
+			"metrics.podMonitor.enabled=true", "metrics.valkeyPodMonitor.enabled=true", "metrics.prometheusRule.enabled=true"}},
 		{"local", "local", "valkey-system", append([]string{"namespace.create=true"}, localValues...)},
 	}
 	for _, tc := range cases {
@@ -43,7 +45,8 @@ func TestChartMatchesKustomize(t *testing.T) {
 // Every object the chart renders carries Helm's labels, so an install can be told from one
 // made with kustomize.
 func TestChartLabelsEveryObject(t *testing.T) {
-	for _, o := range helmTemplate(t, "valkey-system", "namespace.create=true", "metrics.podMonitor.enabled=true") {
+	for _, o := range helmTemplate(t, "valkey-system", "namespace.create=true", "metrics.podMonitor.enabled=true",
+		"metrics.valkeyPodMonitor.enabled=true", "metrics.prometheusRule.enabled=true") {
 		labels, _ := o["metadata"].(map[string]any)["labels"].(map[string]any)
 		if labels["app.kubernetes.io/managed-by"] != "Helm" {
 			t.Errorf("%s has no app.kubernetes.io/managed-by: Helm label: %v", o.key(), labels)

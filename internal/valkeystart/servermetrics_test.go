@@ -1,0 +1,114 @@
+package valkeystart
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"valkey.io/operator/internal/acl"
+	"valkey.io/operator/test/valkeyserver"
+)
+
+// TestServerMetricsReadAsTheMetricsUser starts a real server as a cluster node's pod does,
+// with /metrics served: the page carries the server's own figures under the names the
+// ecosystem's dashboards and alerts use, read as the metrics user the auth file creates. That
+// user was enough (the server's ACL LOG stays empty; on Valkey 8, where COMMANDLOG LEN is not
+// granted, only that), and it reads neither a key nor the config.
+func TestServerMetricsReadAsTheMetricsUser(t *testing.T) {
+	const opPassword = "op-secret"
+	dir := t.TempDir()
+	port, err := valkeyserver.FreePort("127.0.0.1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metrics := "127.0.0.1:" + strconv.Itoa(port)
+	addr := startWithAuth(t, dir, &Wrapper{User: "valkey-operator", Password: opPassword, MetricsAddr: metrics, ServerMetrics: true})
+	ctx := context.Background()
+	eventually(t, 10*time.Second, "the operator's user is in", func() bool {
+		_, err := strAs(ctx, addr, "valkey-operator", opPassword, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+		return err == nil
+	})
+	var page string
+	eventually(t, 15*time.Second, "redis_up 1 and cluster_state ok on /metrics", func() bool {
+		page = metricsPage(metrics)
+		return strings.Contains(page, "\nredis_up 1\n") && strings.Contains(page, "\nredis_cluster_state 1\n")
+	})
+	for _, name := range []string{"redis_connected_clients", "redis_memory_used_bytes", "redis_commands_processed_total",
+		"redis_connected_slaves", "redis_master_repl_offset", "redis_cluster_slots_assigned", "redis_cluster_known_nodes",
+		"redis_rdb_last_bgsave_status", "redis_aof_last_write_status", "redis_instance_info", "redis_commands_duration_seconds_total",
+		"redis_latency_percentiles_usec", "valkey_data_volume_used_bytes", "valkey_data_volume_capacity_bytes"} {
+		if !strings.Contains(page, "\n"+name) {
+			t.Errorf("/metrics has no %s", name)
+		}
+	}
+	if strings.Contains(page, "redis_config_") {
+		t.Errorf("/metrics reports the server's config: CONFIG GET was sent")
+	}
+	for _, entry := range aclLog(t, addr, opPassword) {
+		if entry["username"] != acl.MetricsUser {
+			continue // the operator's own client (CLIENT SETINFO at connect)
+		}
+		if BinaryMajor(mustBinary(t)) >= 9 || entry["object"] != "commandlog|len" {
+			t.Errorf("the metrics user was refused a command the exporter sends: ACL LOG %v", entry)
+		}
+	}
+	mpw := acl.MetricsPassword(opPassword)
+	for _, cmd := range [][]string{{"GET", "k"}, {"CONFIG", "GET", "masterauth"}, {"KEYS", "*"}} {
+		if _, err := strAs(ctx, addr, acl.MetricsUser, mpw, cmd...); err == nil || !strings.Contains(err.Error(), "NOPERM") {
+			t.Errorf("the metrics user ran %v: %v, want NOPERM", cmd, err)
+		}
+	}
+}
+
+// metricsPage reads /metrics at addr ("" when it does not answer).
+func metricsPage(addr string) string {
+	resp, err := http.Get("http://" + addr + "/metrics") //nolint:noctx // a test on loopback
+	if err != nil {
+		return ""
+	}
+	defer func() { _ = resp.Body.Close() }()
+	b, _ := io.ReadAll(resp.Body)
+	return "\n" + string(b)
+}
+
+func mustBinary(t *testing.T) string {
+	t.Helper()
+	bin, err := valkeyserver.Binary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bin
+}
+
+// aclLog is the server's ACL LOG, each entry's fields as strings.
+func aclLog(t *testing.T, addr, opPassword string) []map[string]string {
+	t.Helper()
+	s, err := dial(addr, "valkey-operator", opPassword, time.Second, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.close()
+	entries, err := s.cl.Do(context.Background(), s.cl.B().Arbitrary("ACL", "LOG").Build()).ToArray()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]string
+	for _, e := range entries {
+		fields, err := e.ToArray()
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := map[string]string{}
+		for i := 0; i+1 < len(fields); i += 2 {
+			k, _ := fields[i].ToString()
+			v, _ := fields[i+1].ToString()
+			m[k] = v
+		}
+		out = append(out, m)
+	}
+	return out
+}
