@@ -231,7 +231,7 @@ func (p *usagePoller) measure(ctx context.Context, n *valkeyv1.ValkeyNode) {
 	if w == nil || w.PodIP == "" {
 		return
 	}
-	url := "http://" + net.JoinHostPort(w.PodIP, strconv.Itoa(p.port)) + "/metrics"
+	url := "http://" + net.JoinHostPort(w.PodIP, strconv.Itoa(p.port)) + volumeusage.Path
 	fig, err := volumeusage.Fetch(ctx, p.http, url)
 	usageFetches.WithLabelValues(fetchResult(err)).Inc()
 	if p.store.record(key, fig, err, time.Now()) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -89,17 +90,29 @@ func NewPersistenceState(rdbFailing, aofEnabled, aofFailing bool) *PersistenceSt
 // MetricsHandler serves /metrics: the usage of dir's file system, measured at each scrape,
 // the persistence state as last stored in state and, when server is given, the server's
 // own figures (ServerMetrics). A server that does not answer gives redis_up 0; the rest is
-// served still.
+// served still. /metrics?collect[]=volume serves the volume's figures alone: what the volume
+// controller reads every few seconds from every pod, without querying the server (an
+// earlier valkey-start ignores the parameter and serves the same).
 func MetricsHandler(dir string, state *atomic.Pointer[PersistenceState], server ...ServerMetrics) (http.Handler, error) {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(volumeCollector{dir: dir, state: state})
+	volume := prometheus.NewRegistry()
+	volume.MustRegister(volumeCollector{dir: dir, state: state})
+	all := prometheus.NewRegistry()
+	all.MustRegister(volumeCollector{dir: dir, state: state})
 	for _, s := range server {
-		if err := s.register(reg); err != nil {
+		if err := s.register(all); err != nil {
 			return nil, err
 		}
 	}
+	opts := promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}
+	volumeOnly, everything := promhttp.HandlerFor(volume, opts), promhttp.HandlerFor(all, opts)
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}))
+	mux.HandleFunc("/metrics", func(w http.ResponseWriter, r *http.Request) {
+		if slices.Contains(r.URL.Query()["collect[]"], volumeusage.CollectVolume) {
+			volumeOnly.ServeHTTP(w, r)
+			return
+		}
+		everything.ServeHTTP(w, r)
+	})
 	return mux, nil
 }
 

@@ -45,7 +45,7 @@ func BenchmarkMetricsScrape(b *testing.B) {
 	cl := srv.Client()
 	b.ReportAllocs()
 	for b.Loop() {
-		resp, err := cl.Get(srv.URL + "/metrics")
+		resp, err := cl.Get(srv.URL + volumeusage.Path)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"valkey.io/operator/internal/acl"
+	"valkey.io/operator/internal/volumeusage"
 	"valkey.io/operator/test/valkeyserver"
 )
 
@@ -48,6 +49,10 @@ func TestServerMetricsReadAsTheMetricsUser(t *testing.T) {
 	if strings.Contains(page, "redis_config_") {
 		t.Errorf("/metrics reports the server's config: CONFIG GET was sent")
 	}
+	volume := metricsPage(metrics + strings.TrimPrefix(volumeusage.Path, "/metrics"))
+	if !strings.Contains(volume, "\nvalkey_data_volume_used_bytes") || strings.Contains(volume, "redis_") {
+		t.Errorf("the volume controller's page (%s) should hold the volume's figures alone:\n%s", volumeusage.Path, volume)
+	}
 	for _, entry := range aclLog(t, addr, opPassword) {
 		if entry["username"] != acl.MetricsUser {
 			continue // the operator's own client (CLIENT SETINFO at connect)
@@ -64,9 +69,14 @@ func TestServerMetricsReadAsTheMetricsUser(t *testing.T) {
 	}
 }
 
-// metricsPage reads /metrics at addr ("" when it does not answer).
+// metricsPage reads /metrics at addr, with the query that follows addr if any ("" when it
+// does not answer).
 func metricsPage(addr string) string {
-	resp, err := http.Get("http://" + addr + "/metrics") //nolint:noctx // a test on loopback
+	path := "/metrics"
+	if i := strings.Index(addr, "?"); i >= 0 {
+		addr, path = addr[:i], path+addr[i:]
+	}
+	resp, err := http.Get("http://" + addr + path) //nolint:noctx // a test on loopback
 	if err != nil {
 		return ""
 	}

@@ -140,7 +140,15 @@ func persistence(mf *dto.MetricFamily) string {
 	return strings.Join(failing, ",")
 }
 
-// Fetch reads the figure from a valkey-start metrics endpoint (http://ip:port/metrics).
+// CollectVolume is the collect[] value that makes valkey-start's /metrics serve the volume's
+// figures alone, without the server's (valkey-start's of before the server's figures ignores
+// it). Path is the metrics path with it.
+const (
+	CollectVolume = "volume"
+	Path          = "/metrics?collect[]=" + CollectVolume
+)
+
+// Fetch reads the figure from a valkey-start metrics endpoint (http://ip:port + Path).
 func Fetch(ctx context.Context, cl *http.Client, url string) (Figure, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
