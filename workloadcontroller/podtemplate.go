@@ -206,12 +206,16 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 // server stops. --durable when the data set is on the claim (RDB or AOF): a clean stop then
 // leaves it whole. --restore-id and --restore-identity on a node restored from a backup
 // (restoreArgs). It serves /metrics on MetricsPort (the volume's usage, which the volume
-// controller reads). The container's args follow: they are the server's.
+// controller reads, and the server's own figures unless spec.metrics.server is false:
+// --server-metrics=false). The container's args follow: they are the server's.
 func startCommand(node *valkeyv1.ValkeyNode) []string {
 	cmd := []string{startBinary, "run", "--data-dir", DataDir, "--addr", fmt.Sprintf("127.0.0.1:%d", ClientPort),
 		"--metrics-addr", fmt.Sprintf(":%d", MetricsPort)}
 	if p := node.Spec.Persistence; p != nil && (p.RDBEnabled() || p.AOFEnabled()) {
 		cmd = append(cmd, "--durable")
+	}
+	if !node.Spec.Metrics.ServerMetricsEnabled() {
+		cmd = append(cmd, "--server-metrics=false")
 	}
 	cmd = append(cmd, authArgs(node)...)
 	cmd = append(cmd, restoreArgs(node)...)

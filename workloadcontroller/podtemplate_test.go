@@ -1,6 +1,7 @@
 package workloadcontroller
 
 import (
+	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
@@ -147,5 +148,22 @@ func TestPodTemplate(t *testing.T) {
 	}
 	if cmd := strings.Join(ephemeral.Spec.Containers[0].Command, " "); strings.Contains(cmd, "--durable") {
 		t.Errorf("without persistence the server runs %q, want no --durable (a restart always fences)", cmd)
+	}
+}
+
+// spec.metrics.server false turns the server's figures off with a valkey-start flag; the
+// default renders none, so a template of before the field stays the same.
+func TestStartCommandServerMetrics(t *testing.T) {
+	n := &valkeyv1.ValkeyNode{}
+	if cmd := strings.Join(startCommand(n), " "); strings.Contains(cmd, "--server-metrics") {
+		t.Fatalf("the default renders a --server-metrics flag: %s", cmd)
+	}
+	n.Spec.Metrics = &valkeyv1.MetricsSpec{Server: ptr.To(true)}
+	if cmd := strings.Join(startCommand(n), " "); strings.Contains(cmd, "--server-metrics") {
+		t.Fatalf("server: true renders a flag: %s", cmd)
+	}
+	n.Spec.Metrics.Server = ptr.To(false)
+	if cmd := strings.Join(startCommand(n), " "); !strings.Contains(cmd, "--server-metrics=false") {
+		t.Fatalf("server: false: %s", cmd)
 	}
 }

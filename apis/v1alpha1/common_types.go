@@ -285,4 +285,23 @@ type ServerSpec struct {
 	// capabilities dropped.
 	// +optional
 	ContainerSecurityContext *corev1.SecurityContext `json:"containerSecurityContext,omitempty"`
+
+	// Metrics: what each pod's /metrics (port 9121, valkey-start) serves besides its volume's
+	// usage. Who may scrape it: spec.network.metricsFrom.
+	// +optional
+	Metrics *MetricsSpec `json:"metrics,omitempty"`
+}
+
+// MetricsSpec is what a pod's /metrics serves.
+type MetricsSpec struct {
+	// Server: the server's own figures, with the names of the Redis/Valkey exporter
+	// (redis_up, redis_memory_used_bytes, ...), read at each scrape as the valkey-metrics ACL
+	// user. On by default; changing it restarts each pod once (a valkey-start flag).
+	// +optional
+	Server *bool `json:"server,omitempty"`
+}
+
+// ServerMetricsEnabled tells whether the pods serve the server's own figures.
+func (m *MetricsSpec) ServerMetricsEnabled() bool {
+	return m == nil || m.Server == nil || *m.Server
 }
