@@ -1,12 +1,12 @@
 package workloadcontroller
 
 import (
-	"k8s.io/utils/ptr"
 	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/utils/ptr"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
