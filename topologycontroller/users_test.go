@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,6 +110,39 @@ func usersApplied(ns, name string) func() string {
 	}
 }
 
+// noOperatorDenials checks that a server's ACL LOG holds no command refused to the
+// operator's user: the controller sends nothing its user is not granted.
+func noOperatorDenials(opPassword string) func(addr string) error {
+	return func(addr string) error {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: valkeyv1.OperatorUser, Password: opPassword,
+			ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, DisableRetry: true, ClientSetInfo: valkey.DisableClientSetInfo,
+			Dialer: net.Dialer{Timeout: time.Second}})
+		if err != nil {
+			return err
+		}
+		defer c.Close()
+		entries, err := c.Do(context.Background(), c.B().Arbitrary("ACL", "LOG").Build()).ToArray()
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			fields, err := e.ToArray()
+			if err != nil {
+				return err
+			}
+			var entry []string
+			for _, f := range fields {
+				s, _ := f.ToString() // counts and ages are numbers
+				entry = append(entry, s)
+			}
+			if slices.Contains(entry, valkeyv1.OperatorUser) {
+				return fmt.Errorf("ACL LOG: %v", entry)
+			}
+		}
+		return nil
+	}
+}
+
 var appRules = []string{"~app:*", "+@read", "+@write", "+@connection"}
 
 var _ = Describe("ACL users", func() {
@@ -148,6 +182,11 @@ var _ = Describe("ACL users", func() {
 		Eventually(usersApplied(ns, "u"), 30*time.Second).Should(Equal("True/UsersApplied"))
 		Eventually(everyServer(f, refused("app", "app-secret")), 10*time.Second).Should(Succeed())
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventUserRemoved) }, 10*time.Second).Should(BeNumerically(">=", 1))
+
+		By("the controller sent no server a command its user is not granted")
+		var op corev1.Secret
+		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.OperatorSecretName("u")}, &op)).To(Succeed())
+		Expect(everyServer(f, noOperatorDenials(string(op.Data[valkeyv1.DefaultPasswordKey])))()).To(Succeed())
 	})
 
 	It("rotates a user's password under continuous AUTH with either listed password: none refused", func() {

@@ -86,7 +86,10 @@ func (c *conns) dial(addr, user, password string) (valkey.Client, error) {
 		DisableRetry:      true,
 		// RESP2: CLUSTER NODES and INFO come back as plain strings, not RESP3 verbatim
 		// strings with their "txt:" prefix.
-		AlwaysRESP2:      true,
+		AlwaysRESP2: true,
+		// No CLIENT SETINFO at connect: the operator's user is not granted it, and each
+		// refusal would be logged in the server's ACL LOG.
+		ClientSetInfo:    valkey.DisableClientSetInfo,
 		Dialer:           net.Dialer{Timeout: c.dialTimeout},
 		ConnWriteTimeout: c.cmdTimeout,
 		// A reconcile holds a client of every member at once: valkey-go's defaults (0.5 MiB

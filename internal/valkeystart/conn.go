@@ -29,6 +29,7 @@ func dial(addr, user, password string, timeout time.Duration, tlsConfig *tls.Con
 		DisableCache:      true,
 		DisableRetry:      true,
 		AlwaysRESP2:       true,
+		ClientSetInfo:     valkey.DisableClientSetInfo, // not granted to the operator's user: no ACL LOG entry
 		Dialer:            net.Dialer{Timeout: timeout},
 		ConnWriteTimeout:  timeout,
 		TLSConfig:         tlsConfig,
