@@ -76,7 +76,7 @@ func TestUsersConfigKeepsTheListedDefaultUser(t *testing.T) {
 
 // startWithAuth runs w (its User, Password, ACLFile) on a config rendered with the auth
 // file, on a free loopback port, and returns the server's address.
-func startWithAuth(t *testing.T, dir string, w *Wrapper) string {
+func startWithAuth(t testing.TB, dir string, w *Wrapper) string {
 	t.Helper()
 	bin, err := valkeyserver.Binary()
 	if err != nil {

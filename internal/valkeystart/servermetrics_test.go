@@ -120,3 +120,48 @@ func aclLog(t *testing.T, addr, opPassword string) []map[string]string {
 	}
 	return out
 }
+
+// BenchmarkServerMetricsScrape is the cost of one scrape of a cluster node's whole /metrics
+// (a Prometheus every 30 s): the exporter's INFO ALL, CLUSTER INFO, latency and slow-log
+// reads on the server, and the page. It reports the page's size and the CPU time the server
+// spent per scrape (its INFO's used_cpu_user + used_cpu_sys before and after).
+func BenchmarkServerMetricsScrape(b *testing.B) {
+	const opPassword = "op-secret"
+	port, err := valkeyserver.FreePort("127.0.0.1")
+	if err != nil {
+		b.Fatal(err)
+	}
+	metrics := "127.0.0.1:" + strconv.Itoa(port)
+	addr := startWithAuth(b, b.TempDir(), &Wrapper{User: "valkey-operator", Password: opPassword, MetricsAddr: metrics, ServerMetrics: true})
+	ctx := context.Background()
+	eventually(b, 10*time.Second, "the slots assigned", func() bool {
+		_, err := strAs(ctx, addr, "valkey-operator", opPassword, "CLUSTER", "ADDSLOTSRANGE", "0", "16383")
+		return err == nil
+	})
+	eventually(b, 15*time.Second, "redis_up 1", func() bool { return strings.Contains(metricsPage(metrics), "\nredis_up 1\n") })
+	serverCPU := func() float64 {
+		info, err := strAs(ctx, addr, "valkey-operator", opPassword, "INFO", "cpu")
+		if err != nil {
+			b.Fatal(err)
+		}
+		total := 0.0
+		for _, l := range strings.Split(info, "\r\n") {
+			if v, ok := strings.CutPrefix(l, "used_cpu_user:"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			} else if v, ok := strings.CutPrefix(l, "used_cpu_sys:"); ok {
+				f, _ := strconv.ParseFloat(v, 64)
+				total += f
+			}
+		}
+		return total
+	}
+	size := 0
+	before := serverCPU()
+	b.ReportAllocs()
+	for b.Loop() {
+		size = len(metricsPage(metrics))
+	}
+	b.ReportMetric(float64(size), "bytes/page")
+	b.ReportMetric((serverCPU()-before)/float64(b.N)*1e6, "server-µs/scrape")
+}
