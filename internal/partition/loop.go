@@ -34,8 +34,8 @@ func (s *Set) Start(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.RetryPeriod)
 	defer t.Stop()
 	for {
-		s.round(ctx)
-		expiry := time.NewTimer(s.nextExpiry(time.Now()))
+		decided := s.round(ctx)
+		expiry := time.NewTimer(s.nextExpiry(decided, time.Now()))
 		select {
 		case <-ctx.Done():
 			expiry.Stop()
@@ -49,14 +49,15 @@ func (s *Set) Start(ctx context.Context) error {
 	}
 }
 
-// round is one pass of the loop.
-func (s *Set) round(ctx context.Context) {
+// round is one pass of the loop. It returns the time it judged the Leases' expiries by
+// (a round that could not list them judged none: the time it gave up).
+func (s *Set) round(ctx context.Context) time.Time {
 	var list coordinationv1.LeaseList
 	if err := s.c.List(ctx, &list, client.InNamespace(s.cfg.Namespace), client.MatchingLabels{LabelSet: s.cfg.Name}); err != nil {
 		if ctx.Err() == nil {
 			s.log.Info("list the partition leases failed; holds lapse at their renew deadline", "error", err.Error())
 		}
-		return
+		return time.Now()
 	}
 	leases := map[string]*coordinationv1.Lease{}
 	for i := range list.Items {
@@ -67,7 +68,7 @@ func (s *Set) round(ctx context.Context) {
 	s.renewMember(ctx, leases[s.cfg.memberName()])
 	s.collectMembers(ctx, leases, now)
 	if s.holdsBack(leases, now) {
-		return
+		return now
 	}
 	share := s.cfg.share(s.liveMembers(leases, now))
 	// Expired partitions first: a round woken by an expiry takes them before the writes
@@ -75,6 +76,7 @@ func (s *Set) round(ctx context.Context) {
 	s.acquire(ctx, leases, share, now)
 	s.renewHeld(ctx, leases)
 	s.releaseAbove(share)
+	return now
 }
 
 // observe records each Lease's version and when it was last seen to change.

@@ -81,10 +81,13 @@ func (s *Set) wake() {
 	}
 }
 
-// nextExpiry is how long until the first Lease held by another replica expires by this
-// replica's clock (RetryPeriod when none will): the loop runs a round then, so a dead
-// replica's partition is taken a lease duration after its last renewal was seen.
-func (s *Set) nextExpiry(now time.Time) time.Duration {
+// nextExpiry is how long after now until the first Lease held by another replica expires
+// by this replica's clock (RetryPeriod when none will): the loop runs a round then, so a
+// dead replica's partition is taken a lease duration after its last renewal was seen. A
+// Lease that expired after the last round decided (decided: the time that round judged
+// expiries by) and before now was not judged by it: the next round is due at once (0). One
+// expired before that round decided was judged, taken or left, and wakes nothing.
+func (s *Set) nextExpiry(decided, now time.Time) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	next := s.cfg.RetryPeriod
@@ -92,9 +95,11 @@ func (s *Set) nextExpiry(now time.Time) time.Duration {
 		if o.holder == "" || o.holder == s.cfg.Identity {
 			continue
 		}
-		if left := o.at.Add(s.cfg.LeaseDuration).Sub(now); left > 0 && left < next {
-			next = left
+		expiry := o.at.Add(s.cfg.LeaseDuration)
+		if !expiry.After(decided) {
+			continue
 		}
+		next = min(next, max(expiry.Sub(now), 0))
 	}
 	return next
 }

@@ -45,8 +45,17 @@ func TestEventTimesTheExpiryOfAnotherReplicasLease(t *testing.T) {
 	}
 	seen := s.seen["n-p00"].at
 	// Its expiry is a lease duration after it was seen: the loop wakes then, not at a round.
-	if got := s.nextExpiry(seen.Add(14 * time.Second)); got != time.Second {
+	if got := s.nextExpiry(seen.Add(14*time.Second), seen.Add(14*time.Second)); got != time.Second {
 		t.Fatalf("next expiry %s, want 1s", got)
+	}
+	// A round that judged before the expiry and finished after it: the next round is due
+	// at once, not a retry period later.
+	if got := s.nextExpiry(seen.Add(14*time.Second), seen.Add(16*time.Second)); got != 0 {
+		t.Fatalf("a Lease that expired during the round: next %s, want 0", got)
+	}
+	// One already expired when the round judged was taken or left by it: it wakes nothing.
+	if got := s.nextExpiry(seen.Add(16*time.Second), seen.Add(17*time.Second)); got != s.cfg.RetryPeriod {
+		t.Fatalf("a Lease the round judged expired: next %s, want the retry period", got)
 	}
 	s.event(leaseEvent(watch.Modified, "n-p00", "other", "1"))
 	if woken(s) || !s.seen["n-p00"].at.Equal(seen) {
@@ -60,12 +69,12 @@ func TestEventTimesTheExpiryOfAnotherReplicasLease(t *testing.T) {
 	if !woken(s) {
 		t.Fatal("a release wakes the loop")
 	}
-	if got := s.nextExpiry(time.Now()); got != s.cfg.RetryPeriod {
+	if got := s.nextExpiry(time.Now(), time.Now()); got != s.cfg.RetryPeriod {
 		t.Fatalf("a free Lease has no expiry: next %s, want the retry period", got)
 	}
 	s.event(leaseEvent(watch.Modified, "n-p01", "me", "4"))
 	_ = woken(s)
-	if got := s.nextExpiry(time.Now().Add(14 * time.Second)); got != s.cfg.RetryPeriod {
+	if got := s.nextExpiry(time.Now(), time.Now().Add(14*time.Second)); got != s.cfg.RetryPeriod {
 		t.Fatalf("this replica's own Lease does not wake it: next %s", got)
 	}
 	s.event(leaseEvent(watch.Deleted, "n-p01", "me", "4"))
