@@ -99,13 +99,27 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	if src.reader.List(ctx, &clusters) != nil || src.reader.List(ctx, &nodes) != nil || src.reader.List(ctx, &backups) != nil {
 		return // the cache is not synced yet: no figures rather than wrong ones
 	}
+	// Nodes and backups by their cluster's key, once per scrape, not once per cluster.
+	pending := map[string]int{}
+	for i := range nodes.Items {
+		n := &nodes.Items[i]
+		if n.Spec.ClusterName != "" && status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) {
+			pending[nodeKey(n)]++
+		}
+	}
+	backupsOf := map[string][]*valkeyv1.ValkeyBackup{}
+	for i := range backups.Items {
+		b := &backups.Items[i]
+		key := client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String()
+		backupsOf[key] = append(backupsOf[key], b)
+	}
 	exists := map[string]bool{}
 	for i := range clusters.Items {
 		vc := &clusters.Items[i]
 		key := client.ObjectKeyFromObject(vc).String()
 		exists[key] = true
 		if src.owns == nil || src.owns(key) {
-			collectCluster(ch, vc, nodes.Items, backups.Items)
+			collectCluster(ch, vc, pending[key], backupsOf[key])
 		}
 	}
 	certExpiries.Range(func(k, _ any) bool {
@@ -125,8 +139,9 @@ func recordCertExpiry(vc *valkeyv1.ValkeyCluster, notAfter time.Time) {
 	certExpiries.Store(client.ObjectKeyFromObject(vc).String(), notAfter)
 }
 
-// collectCluster sends one cluster's gauges.
-func collectCluster(ch chan<- prometheus.Metric, vc *valkeyv1.ValkeyCluster, nodes []valkeyv1.ValkeyNode, backups []valkeyv1.ValkeyBackup) {
+// collectCluster sends one cluster's gauges: rollsPending of its nodes wait for a restart,
+// backups are its ValkeyBackups.
+func collectCluster(ch chan<- prometheus.Metric, vc *valkeyv1.ValkeyCluster, rollsPending int, backups []*valkeyv1.ValkeyBackup) {
 	labels := []string{vc.Namespace, vc.Name}
 	gauge := func(d *prometheus.Desc, v float64, extra ...string) {
 		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, append(labels, extra...)...)
@@ -140,22 +155,11 @@ func collectCluster(ch chan<- prometheus.Metric, vc *valkeyv1.ValkeyCluster, nod
 	gauge(descNodes, float64(s.Nodes))
 	gauge(descNodesReady, float64(s.ReadyNodes))
 	gauge(descSlots, float64(s.SlotsAssigned))
-	pending := 0
-	for i := range nodes {
-		if nodes[i].Namespace == vc.Namespace && nodes[i].Spec.ClusterName == vc.Name &&
-			conditionTrue(nodes[i].Status.Conditions, valkeyv1.ConditionRollPending) == 1 {
-			pending++
-		}
-	}
-	gauge(descRollsPending, float64(pending))
+	gauge(descRollsPending, float64(rollsPending))
 	phases := map[valkeyv1.BackupPhase]int{valkeyv1.BackupPending: 0, valkeyv1.BackupSaving: 0,
 		valkeyv1.BackupSnapshotting: 0, valkeyv1.BackupCompleted: 0, valkeyv1.BackupFailed: 0}
 	var last *metav1.Time
-	for i := range backups {
-		b := &backups[i]
-		if b.Namespace != vc.Namespace || b.Spec.ClusterName != vc.Name {
-			continue
-		}
+	for _, b := range backups {
 		phase := b.Status.Phase
 		if phase == "" {
 			phase = valkeyv1.BackupPending

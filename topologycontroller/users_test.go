@@ -49,8 +49,7 @@ func user(name string, rules []string, secrets ...string) valkeyv1.UserSpec {
 
 // as runs one command on the server at addr as user; the error of AUTH included.
 func as(addr, user, password string, args ...string) (string, error) {
-	c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: user, Password: password,
-		ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, DisableRetry: true, Dialer: net.Dialer{Timeout: time.Second}})
+	c, err := dialAs(addr, user, password)
 	if err != nil {
 		return "", err
 	}
@@ -110,13 +109,19 @@ func usersApplied(ns, name string) func() string {
 	}
 }
 
+// dialAs connects to one server as user, sending nothing at connect that the user may not be
+// granted (no CLIENT SETINFO).
+func dialAs(addr, user, password string) (valkey.Client, error) {
+	return valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: user, Password: password,
+		ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, DisableRetry: true, ClientSetInfo: valkey.DisableClientSetInfo,
+		Dialer: net.Dialer{Timeout: time.Second}})
+}
+
 // noOperatorDenials checks that a server's ACL LOG holds no command refused to the
 // operator's user: the controller sends nothing its user is not granted.
 func noOperatorDenials(opPassword string) func(addr string) error {
 	return func(addr string) error {
-		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Username: valkeyv1.OperatorUser, Password: opPassword,
-			ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true, DisableRetry: true, ClientSetInfo: valkey.DisableClientSetInfo,
-			Dialer: net.Dialer{Timeout: time.Second}})
+		c, err := dialAs(addr, valkeyv1.OperatorUser, opPassword)
 		if err != nil {
 			return err
 		}

@@ -23,11 +23,7 @@ import (
 func TestAuthFileStartsTheServerWithTheUsers(t *testing.T) {
 	const opPassword, appPassword = "op \"secret\"", "app-secret"
 	dir := t.TempDir()
-	aclFile := filepath.Join(dir, "users.acl")
-	app := acl.User{Name: "app", On: true, Hashes: []string{acl.Hash(appPassword)}, Rules: []string{"~app:*", "+@read", "+@write"}}
-	if err := os.WriteFile(aclFile, []byte(app.Line()+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
+	aclFile := writeACLFile(t, dir, acl.User{Name: "app", On: true, Hashes: []string{acl.Hash(appPassword)}, Rules: []string{"~app:*", "+@read", "+@write"}})
 	addr := startWithAuth(t, dir, &Wrapper{User: "valkey-operator", Password: opPassword, ACLFile: aclFile})
 	ctx := context.Background()
 
@@ -72,6 +68,21 @@ func TestUsersConfigKeepsTheListedDefaultUser(t *testing.T) {
 	if strings.Contains(conf, "requirepass") {
 		t.Fatalf("requirepass on a node with users:\n%s", conf)
 	}
+}
+
+// writeACLFile writes the users as the cluster's ACL file (users.acl in dir) and returns its
+// path.
+func writeACLFile(t testing.TB, dir string, users ...acl.User) string {
+	t.Helper()
+	var lines strings.Builder
+	for _, u := range users {
+		lines.WriteString(u.Line() + "\n")
+	}
+	path := filepath.Join(dir, "users.acl")
+	if err := os.WriteFile(path, []byte(lines.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
 }
 
 // startWithAuth runs w (its User, Password, ACLFile) on a config rendered with the auth

@@ -4,8 +4,6 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -179,11 +177,7 @@ func BenchmarkWriterUnderScrapes(b *testing.B) { benchWriter(b, 100*time.Millise
 func benchWriter(b *testing.B, scrapeEvery time.Duration) {
 	const opPassword, appPassword = "op-secret", "app-secret"
 	dir := b.TempDir()
-	aclFile := filepath.Join(dir, "users.acl")
-	app := acl.User{Name: "app", On: true, Hashes: []string{acl.Hash(appPassword)}, Rules: []string{"~*", "+@write", "+@connection"}}
-	if err := os.WriteFile(aclFile, []byte(app.Line()+"\n"), 0o600); err != nil {
-		b.Fatal(err)
-	}
+	aclFile := writeACLFile(b, dir, acl.User{Name: "app", On: true, Hashes: []string{acl.Hash(appPassword)}, Rules: []string{"~*", "+@write", "+@connection"}})
 	port, err := valkeyserver.FreePort("127.0.0.1")
 	if err != nil {
 		b.Fatal(err)
