@@ -19,7 +19,10 @@ import (
 var _ = Describe("The topology controller sharded across three replicas", Label("sharding"), func() {
 	It("hands a killed replica's clusters over: every cluster Ready, never two approvals at once in a cluster", func() {
 		Expect(topologyPods()).To(HaveLen(3), "deploy/local runs three topology controllers")
-		Eventually(partitionHolders).WithTimeout(time.Minute).Should(HaveEach(Not(BeEmpty())), "every partition held")
+		// An earlier spec may have restarted a replica: its Leases name the old identity until
+		// they expire and a running replica takes them.
+		Eventually(heldByRunning).WithTimeout(time.Minute).WithPolling(time.Second).Should(Succeed(),
+			"every partition held by a running replica")
 		ns := newNamespace("sharding")
 		rec := recordNamespaceApprovals(ns)
 
@@ -124,14 +127,15 @@ const (
 	retryPeriod   = 2 * time.Second
 )
 
-// busiestReplica is the topology controller replica holding the most partitions (its
-// identity: its pod's name and a suffix), its pod, and its Leases.
 // killBusiestReplica SIGKILLs the manager of the replica holding the most partitions (it
 // releases nothing: its Leases must expire). The pod is read again on each try: a container
 // restarted since the last read has another ID, which no containerd runs any more.
 func killBusiestReplica() (victim string, held []string) {
 	Eventually(func() error {
-		v, pod, h := busiestReplica()
+		v, pod, h, err := busiestReplica()
+		if err != nil {
+			return err
+		}
 		_, container := containerState(&pod, "manager")
 		if out, err := localCluster("signal", container, "SIGKILL"); err != nil {
 			return fmt.Errorf("signal %s: %w: %s", container, err, out)
@@ -142,7 +146,9 @@ func killBusiestReplica() (victim string, held []string) {
 	return victim, held
 }
 
-func busiestReplica() (string, corev1.Pod, []string) {
+// busiestReplica is the topology controller replica holding the most partitions (its
+// identity: its pod's name and a suffix), its pod, and its Leases.
+func busiestReplica() (string, corev1.Pod, []string, error) {
 	by := map[string][]string{}
 	for lease, holder := range partitionHolders() {
 		by[holder] = append(by[holder], lease)
@@ -153,11 +159,28 @@ func busiestReplica() (string, corev1.Pod, []string) {
 			best = holder
 		}
 	}
+	if pod, ok := runningReplica(best); ok {
+		return best, pod, by[best], nil
+	}
+	return "", corev1.Pod{}, nil, fmt.Errorf("no running topology controller pod is %q, the busiest holder: %v", best, by)
+}
+
+// runningReplica is the running topology controller pod whose replica identity is holder.
+func runningReplica(holder string) (corev1.Pod, bool) {
 	for _, p := range topologyPods() {
-		if strings.HasPrefix(best, p.Name+"-") {
-			return best, p, by[best]
+		if holder != "" && strings.HasPrefix(holder, p.Name+"-") {
+			return p, true
 		}
 	}
-	Fail("no running topology controller pod holds partitions: " + fmt.Sprint(by))
-	return "", corev1.Pod{}, nil
+	return corev1.Pod{}, false
+}
+
+// heldByRunning fails while a partition is free or held by a replica that no longer runs.
+func heldByRunning() error {
+	for lease, holder := range partitionHolders() {
+		if _, ok := runningReplica(holder); !ok {
+			return fmt.Errorf("%s held by %q, not a running replica", lease, holder)
+		}
+	}
+	return nil
 }
