@@ -66,7 +66,7 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 				GinkgoWriter.Printf("  %s: not required here (%s)\n", name, reason)
 				continue
 			}
-			Eventually(func() int { return len(promQuery(prom, name)) }).WithTimeout(time.Minute).WithPolling(5 * time.Second).
+			Eventually(func() int { return len(promQuery(prom, name)) }).WithTimeout(time.Minute).WithPolling(5*time.Second).
 				Should(BeNumerically(">", 0), name)
 			GinkgoWriter.Printf("  %s: %d series\n", name, len(promQuery(prom, name)))
 		}
