@@ -48,6 +48,8 @@ CONTROLLERS := volume workload topology
 # The Helm chart; make manifests copies the CRDs and the controllers' generated rules into it.
 CHART := deploy/helm/valkey-operator
 TEST_FLAGS ?=
+# The topology suite's parallel processes in make test (each its own API server and controller).
+TOPOLOGY_PROCS ?= 2
 FUZZTIME ?= 20s
 
 .PHONY: help
@@ -173,13 +175,13 @@ lint: vet helm-lint $(GOLANGCI_LINT) ## gofmt, go vet, golangci-lint (.golangci.
 
 .PHONY: test
 test: envtest-bins valkey $(HELM) vet verify-generated ## Unit and envtest suites (real API server, real Valkey) and, alongside, the topology suite on Redis 7.
-	hack/test.sh $(TEST_FLAGS)
+	TOPOLOGY_PROCS=$(TOPOLOGY_PROCS) hack/test.sh $(TEST_FLAGS)
 
 .PHONY: test-redis
 test-redis: envtest-bins ## The topology suite against Redis 7 (redis-server on PATH), when it is installed.
 	@if [ "$$(basename $(VALKEY_SERVER))" = redis-server ]; then echo "test-redis: make test ran on redis-server already"; \
 	elif command -v redis-server >/dev/null; then echo "topology suite again on $$(redis-server --version)"; \
-	  VALKEY_SERVER=redis-server go test ./topologycontroller/... -timeout 30m $(TEST_FLAGS); \
+	  VALKEY_SERVER=redis-server go run github.com/onsi/ginkgo/v2/ginkgo --procs=$(TOPOLOGY_PROCS) --timeout=30m ./topologycontroller/; \
 	else echo "test-redis: no redis-server on PATH (apt-get install redis-server): skipped"; fi
 
 .PHONY: fuzz

@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
-# make test's suites: every package with go test and, alongside (the topology suite mostly
-# waits on its servers), the topology suite again on Redis 7 (make test-redis), whose output
-# is printed at the end; then the real-server config tests again on Valkey 8.1 (the live-key
-# table and the recorded directives), where its wheel has a build. All must pass.
+# make test's suites: every package with go test, the topology suite in TOPOLOGY_PROCS
+# parallel processes (ginkgo -p: each its own API server, controller and Valkey servers) and,
+# alongside (the suites mostly wait on their servers), the topology suite again on Redis 7
+# (make test-redis), whose output is printed at the end; then the real-server config tests
+# again on Valkey 8.1 (the live-key table and the recorded directives), where its wheel has a
+# build. All must pass.
 #
 #   hack/test.sh [go test flags...]
 set -uo pipefail
 mkdir -p .local
 "${MAKE:-make}" --no-print-directory test-redis >.local/test-redis.log 2>&1 &
 redis=$!
-go test ./... -timeout 30m "$@"
+go run github.com/onsi/ginkgo/v2/ginkgo --procs="${TOPOLOGY_PROCS:-2}" --timeout=30m ./topologycontroller/ &
+topology=$!
+go test $(go list ./... | grep -v '/topologycontroller$') -timeout 30m "$@"
 rc=$?
+wait "$topology"
+topology_rc=$?
 wait "$redis"
 redis_rc=$?
 cat .local/test-redis.log
@@ -20,4 +26,4 @@ if old="$(test/valkeyserver/install-8.1.sh)"; then
 	VALKEY_SERVER="$old/valkey-server" go test ./internal/valkeyconf/realserver/ -count=1 "$@"
 	old_rc=$?
 fi
-[ "$rc" -eq 0 ] && [ "$redis_rc" -eq 0 ] && [ "$old_rc" -eq 0 ]
+[ "$rc" -eq 0 ] && [ "$topology_rc" -eq 0 ] && [ "$redis_rc" -eq 0 ] && [ "$old_rc" -eq 0 ]

@@ -46,6 +46,7 @@ var testOptions = topologycontroller.Options{
 
 var _ = BeforeSuite(func() {
 	ctrl.SetLogger(zap.New(zap.WriteTo(GinkgoWriter), zap.UseDevMode(true)))
+	ipBase = loopbackBlock()
 	_, err := valkeyserver.Binary()
 	Expect(err).NotTo(HaveOccurred())
 	env, err = envtest.Start()

@@ -32,12 +32,14 @@ import (
 // one machine) rarely share an address, which would mix up their clusters.
 var nextIP atomic.Int32
 
-var ipBase = loopbackBlock()
+// ipBase is the second byte of this process's loopback addresses (set by BeforeSuite).
+var ipBase int
 
 // loopbackBlock is the second byte of this process's loopback addresses: 20-119 on Valkey,
-// 120-219 on Redis, so the suite's runs on both (alongside, in make test) never share one.
+// 120-219 on Redis, so the suite's runs on both (alongside, in make test) never share one;
+// within a run, each parallel process has its own (up to five).
 func loopbackBlock() int {
-	base := 20 + os.Getpid()%100
+	base := 20 + (os.Getppid()%20)*5 + (GinkgoParallelProcess()-1)%5
 	if filepath.Base(os.Getenv("VALKEY_SERVER")) == "redis-server" {
 		base += 100
 	}

@@ -16,6 +16,8 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	v1 "valkey.io/operator/apis/v1alpha1"
@@ -42,7 +44,11 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		}
 		prom = startPrometheus(bin)
 		ns := newNamespace("e2e-prom")
-		cluster = newCluster(ns, "mon", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		// Prometheus runs on this host: the cluster lets the host's addresses reach the
+		// metrics port, as a user names their Prometheus's pods.
+		cluster = buildCluster(ns, "mon", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		cluster.Spec.Network = &v1.NetworkSpec{MetricsFrom: hostPeers()}
+		Expect(k8s.Create(ctx, cluster)).To(Succeed())
 		waitReady(cluster, 5*time.Minute)
 		writeKeys(cluster, "prom", 1000)
 		Eventually(func() int { return len(promQuery(prom, `up{job="valkey-system/valkey-servers"} == 1`)) }).
@@ -59,7 +65,9 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		backup := &v1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "prom", Namespace: cluster.Namespace}, Spec: v1.ValkeyBackupSpec{ClusterName: cluster.Name}}
 		Expect(k8s.Create(ctx, backup)).To(Succeed())
 		waitBackup(backup, v1.BackupCompleted, 4*time.Minute)
-		tlsCluster := newTLSCluster(cluster.Namespace, "montls", &v1.TLSSpec{Generate: true})
+		tlsCluster := buildCluster(cluster.Namespace, "montls", 1, 0, nil)
+		tlsCluster.Spec.Image, tlsCluster.Spec.TLS = redisTLSImage, &v1.TLSSpec{Generate: true}
+		Expect(k8s.Create(ctx, tlsCluster)).To(Succeed())
 		waitReady(tlsCluster, 6*time.Minute)
 		for _, name := range documentedMetrics() {
 			if reason, ok := notYetSeen[name]; ok {
@@ -73,11 +81,19 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 	})
 
 	It("answers every panel of the dashboard", func() {
+		// The dashboard shows one cluster: its TLS panel has data with the TLS cluster chosen.
 		for _, p := range dashboardPanels() {
-			q := strings.NewReplacer("$namespace", cluster.Namespace, "$cluster", cluster.Name).Replace(p.expr)
-			Eventually(func() int { return len(promQuery(prom, q)) }).WithTimeout(time.Minute).WithPolling(5*time.Second).
-				Should(BeNumerically(">", 0), "panel %q: %s", p.title, q)
-			GinkgoWriter.Printf("  panel %q: %d series\n", p.title, len(promQuery(prom, q)))
+			var q string
+			Eventually(func() int {
+				for _, name := range []string{cluster.Name, "montls"} {
+					q = strings.NewReplacer("$namespace", cluster.Namespace, "$cluster", name).Replace(p.expr)
+					if n := len(promQuery(prom, q)); n > 0 {
+						return n
+					}
+				}
+				return 0
+			}).WithTimeout(time.Minute).WithPolling(5*time.Second).Should(BeNumerically(">", 0), "panel %q: %s", p.title, q)
+			GinkgoWriter.Printf("  panel %q: %d series: %s\n", p.title, len(promQuery(prom, q)), q)
 		}
 	})
 
@@ -93,8 +109,7 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 			GinkgoWriter.Printf("  %s: fired %s after the fault, resolved %s after the repair\n", name, fired.Round(time.Second), time.Since(repaired).Round(time.Second))
 			AddReportEntry("alert "+name, fmt.Sprintf("fired after %s, resolved after %s", fired.Round(time.Second), time.Since(repaired).Round(time.Second)))
 		}
-		replica, _ := replicaAndPrimary(cluster)
-		host := kubeNodeOf(replica)
+		host := replicaHost(cluster)
 		expectAlert("ValkeyShardWithoutReplica", func() {
 			out, err := localCluster("stop-node", strconv.Itoa(kubeNodeIndex(host)))
 			Expect(err).NotTo(HaveOccurred(), out)
@@ -222,6 +237,43 @@ func promQuery(base, q string) []map[string]string {
 	out := make([]map[string]string, 0, len(r.Data.Result))
 	for _, s := range r.Data.Result {
 		out = append(out, s.Metric)
+	}
+	return out
+}
+
+// replicaHost is a Kubernetes node the local cluster can stop (not the first, which holds the
+// control plane's address) that runs a replica of c.
+func replicaHost(c *v1.ValkeyCluster) string {
+	for _, n := range clusterNodes(c) {
+		if n.Status.Topology != nil && n.Status.Topology.Role == v1.RoleReplica {
+			if host := kubeNodeOf(n); kubeNodeIndex(host) >= 2 {
+				return host
+			}
+		}
+	}
+	Fail("no replica of " + c.Name + " outside the first Kubernetes node")
+	return ""
+}
+
+// hostPeers are the addresses this host's packets to each Kubernetes node's pods come from
+// (the route's source address), as NetworkPolicy peers. The local cluster gives node K the
+// pod range 10.88.(K-1).0/24.
+func hostPeers() []networkingv1.NetworkPolicyPeer {
+	var nodes corev1.NodeList
+	Expect(k8s.List(ctx, &nodes)).To(Succeed())
+	seen := map[string]bool{}
+	var out []networkingv1.NetworkPolicyPeer
+	for _, n := range nodes.Items {
+		pod := fmt.Sprintf("10.88.%d.2", kubeNodeIndex(n.Name)-1)
+		// A UDP "connection" sends nothing; it only asks the kernel for the route's source.
+		conn, err := net.Dial("udp4", net.JoinHostPort(pod, "9"))
+		Expect(err).NotTo(HaveOccurred())
+		src := conn.LocalAddr().(*net.UDPAddr).IP.String()
+		_ = conn.Close()
+		if !seen[src] {
+			seen[src] = true
+			out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: src + "/32"}})
+		}
 	}
 	return out
 }
