@@ -181,7 +181,7 @@ test: envtest-bins valkey $(HELM) vet verify-generated ## Unit and envtest suite
 test-redis: envtest-bins ## The topology suite against Redis 7 (redis-server on PATH), when it is installed.
 	@if [ "$$(basename $(VALKEY_SERVER))" = redis-server ]; then echo "test-redis: make test ran on redis-server already"; \
 	elif command -v redis-server >/dev/null; then echo "topology suite again on $$(redis-server --version)"; \
-	  VALKEY_SERVER=redis-server go run github.com/onsi/ginkgo/v2/ginkgo --procs=$(TOPOLOGY_PROCS) --timeout=30m ./topologycontroller/; \
+	  VALKEY_SERVER=redis-server go run github.com/onsi/ginkgo/v2/ginkgo --procs=$(TOPOLOGY_PROCS) --timeout=30m $(TEST_FLAGS) ./topologycontroller/; \
 	else echo "test-redis: no redis-server on PATH (apt-get install redis-server): skipped"; fi
 
 .PHONY: fuzz

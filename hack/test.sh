@@ -2,7 +2,7 @@
 # make test's suites: every package with go test, the topology suite in TOPOLOGY_PROCS
 # parallel processes (ginkgo -p: each its own API server, controller and Valkey servers) and,
 # alongside (the suites mostly wait on their servers), the topology suite again on Redis 7
-# (make test-redis), whose output is printed at the end; then the real-server config tests
+# (make test-redis), both printed at the end; then the real-server config tests
 # again on Valkey 8.1 (the live-key table and the recorded directives), where its wheel has a
 # build. All must pass.
 #
@@ -11,7 +11,7 @@ set -uo pipefail
 mkdir -p .local
 "${MAKE:-make}" --no-print-directory test-redis >.local/test-redis.log 2>&1 &
 redis=$!
-go run github.com/onsi/ginkgo/v2/ginkgo --procs="${TOPOLOGY_PROCS:-2}" --timeout=30m ./topologycontroller/ &
+go run github.com/onsi/ginkgo/v2/ginkgo --procs="${TOPOLOGY_PROCS:-2}" --timeout=30m "$@" ./topologycontroller/ >.local/test-topology.log 2>&1 &
 topology=$!
 go test $(go list ./... | grep -v '/topologycontroller$') -timeout 30m "$@"
 rc=$?
@@ -19,7 +19,7 @@ wait "$topology"
 topology_rc=$?
 wait "$redis"
 redis_rc=$?
-cat .local/test-redis.log
+cat .local/test-topology.log .local/test-redis.log
 old_rc=0
 if old="$(test/valkeyserver/install-8.1.sh)"; then
 	echo "config tests again on $("$old/valkey-server" --version | cut -d' ' -f1-3)"

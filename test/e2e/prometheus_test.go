@@ -255,27 +255,13 @@ func replicaHost(c *v1.ValkeyCluster) string {
 	return ""
 }
 
-// hostPeers are the addresses this host's packets to each Kubernetes node's pods come from
-// (the route's source address), as NetworkPolicy peers. The local cluster gives node K the
-// pod range 10.88.(K-1).0/24.
+// hostPeers are the host's addresses as NetworkPolicy peers, for spec.network.metricsFrom.
 func hostPeers() []networkingv1.NetworkPolicyPeer {
 	var nodes corev1.NodeList
 	Expect(k8s.List(ctx, &nodes)).To(Succeed())
-	seen := map[string]bool{}
-	var out []networkingv1.NetworkPolicyPeer
-	for _, n := range nodes.Items {
-		pod := fmt.Sprintf("10.88.%d.2", kubeNodeIndex(n.Name)-1)
-		// A UDP "connection" sends nothing; it only asks the kernel for the route's source.
-		conn, err := net.Dial("udp4", net.JoinHostPort(pod, "9"))
-		Expect(err).NotTo(HaveOccurred())
-		src := conn.LocalAddr().(*net.UDPAddr).IP.String()
-		_ = conn.Close()
-		if !seen[src] {
-			seen[src] = true
-			out = append(out, networkingv1.NetworkPolicyPeer{IPBlock: &networkingv1.IPBlock{CIDR: src + "/32"}})
-		}
-	}
-	return out
+	peers, err := monitoring.HostPeers(len(nodes.Items))
+	Expect(err).NotTo(HaveOccurred())
+	return peers
 }
 
 // alertFiring tells whether Prometheus has the alert firing.
