@@ -196,7 +196,6 @@ func (w *writer) halt() {
 }
 
 var _ = Describe("Backups", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("saves every shard on an in-sync replica while writes go on, then completes once the snapshots are ready", func() {
 		ns := newNamespace()

@@ -28,7 +28,6 @@ func workloadsReady(ns string, want int) func() error {
 }
 
 var _ = Describe("A forming cluster", func() {
-	SetDefaultEventuallyPollingInterval(100 * time.Millisecond)
 
 	It("is Ready soon after its pods are, without waiting for a resync", func() {
 		// A resync period far beyond the bound: only looking again while Valkey converges

@@ -31,7 +31,6 @@ func progressingMessage(ns, name string) string {
 // labels, so the controller's caches do not see them) are never taken over: neither their spec
 // nor their owners change, and the cluster says which object is in the way.
 var _ = Describe("Same-named objects of someone else", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	ctx := context.Background()
 
 	It("leaves a NetworkPolicy of the cluster's name alone and reports it, and makes its own once it is gone", func() {

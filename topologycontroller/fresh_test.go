@@ -54,7 +54,6 @@ func aloneWaiting(f *fakeWorkload, ns, pw, owner, addr, msg string) error {
 }
 
 var _ = Describe("A fresh node alone while its peers are down", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("gets no slots of its own, and joins as a replica once the primary is back", func() {
 		ns := newNamespace()

@@ -128,7 +128,6 @@ func infoField(info, key string) string {
 }
 
 var _ = Describe("Slot migrations on bad days", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("settles a slot left open toward a node that is gone, and goes on with the other phases", func() {
 		ns := newNamespace()
@@ -262,7 +261,6 @@ var _ = Describe("Slot migrations on bad days", func() {
 })
 
 var _ = Describe("Keys moved one batch at a time", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("leave the source only once a replica of the target holds them", func() {
 		ns := newNamespace()

@@ -38,7 +38,6 @@ func clusterCondition(ns, name, condType string) func() string {
 }
 
 var _ = Describe("A lost Kubernetes node", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("makes the cluster Degraded, NodesLost, and Ready on the survivors once its replica took over; it clears when the node returns", func() {
 		ns := newNamespace()

@@ -71,7 +71,6 @@ func progressingReason(ns, name string) func() string {
 }
 
 var _ = Describe("Disruption budgets and placement", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("keeps a budget per shard, copies scheduling to every node, and removes a removed shard's budget once its nodes are gone", func() {
 		ns := newNamespace()
@@ -109,7 +108,6 @@ var _ = Describe("Disruption budgets and placement", func() {
 })
 
 var _ = Describe("NetworkPolicy", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("admits the bus from the cluster's pods only, the client port from anyone or from clientFrom and the topology controller, the metrics port from the volume controller and metricsFrom, reports a refused policy, and deletes it when Disabled", func() {
 		ns := newNamespace()

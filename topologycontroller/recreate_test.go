@@ -75,7 +75,6 @@ func drained(ns, name string, uid types.UID) func() (*metav1.Condition, error) {
 }
 
 var _ = Describe("Re-creation and drain", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("drains the nodes of a deleted cluster re-created under the same name, then creates the new nodes", func() {
 		ns := newNamespace()

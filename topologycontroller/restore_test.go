@@ -256,7 +256,6 @@ func replicaIndexes(f *fakeWorkload, ns, cluster, pw string, shards, replicas in
 const holdFinalizer = "valkey.io/test-hold"
 
 var _ = Describe("Restore", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("restores a backup into a new cluster with every key, fresh node IDs, and never touches the backed-up cluster", func() {
 		const keys = 3000

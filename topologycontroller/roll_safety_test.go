@@ -58,7 +58,6 @@ func failoverCalls(addr, pw string) int {
 }
 
 var _ = Describe("Roll safety", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	// formHeld forms a 1 × 1 cluster, then holds both nodes (the test plays their workload
 	// controller) and returns the primary's and the replica's names.
@@ -179,7 +178,6 @@ var _ = Describe("Roll safety", func() {
 })
 
 var _ = Describe("A failover that does not complete", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("backs off, says so, and does not hold a reconcile while it waits", func() {
 		opts := testOptions

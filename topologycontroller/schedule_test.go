@@ -68,7 +68,6 @@ func scheduledBackup(ns, s string, minute int, phase valkeyv1.BackupPhase) strin
 }
 
 var _ = Describe("Backup schedules", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("reports a schedule that does not parse", func() {
 		ns := newNamespace()

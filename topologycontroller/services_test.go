@@ -82,7 +82,6 @@ func svcPort(name string, port int32) corev1.ServicePort {
 }
 
 var _ = Describe("Services", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("makes the client and headless Services, owned by the cluster, writes them only when they differ, and puts back a hand edit", func() {
 		writes := runCountingServiceWrites()

@@ -20,6 +20,8 @@ import (
 
 func TestTopologyController(t *testing.T) {
 	RegisterFailHandler(Fail)
+	// Once, before the tree is built: a Describe body's call would set it for every spec.
+	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 	RunSpecs(t, "topology controller")
 }
 

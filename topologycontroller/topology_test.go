@@ -159,7 +159,6 @@ func setShards(ns, name string, shards int32) {
 }
 
 var _ = Describe("Topology controller", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("forms a 3-shard × 1-replica cluster and copies later spec changes to every node", func() {
 		ns := newNamespace()

@@ -151,7 +151,6 @@ func noOperatorDenials(opPassword string) func(addr string) error {
 var appRules = []string{"~app:*", "+@read", "+@write", "+@connection"}
 
 var _ = Describe("ACL users", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("applies spec.users live on every node, a node added later included, switches the default user off, and removes a user no longer listed", func() {
 		ns := newNamespace()

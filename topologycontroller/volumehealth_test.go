@@ -35,7 +35,6 @@ func clusterConditionMessage(ns, name, condType string) string {
 }
 
 var _ = Describe("Volume health", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("degrades the cluster with VolumeUnhealthy naming a node whose volume is full, with a Warning event, and clears once it is healthy", func() {
 		ns := newNamespace()

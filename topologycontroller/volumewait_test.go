@@ -50,7 +50,6 @@ func approvedNodes(f *fakeWorkload) map[string]string {
 }
 
 var _ = Describe("A node waiting for its volume", func() {
-	SetDefaultEventuallyPollingInterval(200 * time.Millisecond)
 
 	It("holds only its own roll: its shard's primary fails over to it, the other shard rolls", func() {
 		ns := newNamespace()
