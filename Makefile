@@ -14,9 +14,10 @@ GOLANGCI_LINT := $(CACHE)/tools/golangci-lint-$(GOLANGCI_LINT_VERSION)
 # Helm, for the chart in deploy/helm (lint, template, and its e2e install), from the Go module proxy.
 HELM_VERSION := v3.22.0
 HELM := $(CACHE)/tools/helm-$(HELM_VERSION)
-# Prometheus (v0.316.0 is Prometheus 3.16.0), for the monitoring e2e, from the Go module proxy.
+# Prometheus (v0.316.0 is Prometheus 3.16.0), for the monitoring e2e, from the Go module proxy,
+# with Kubernetes discovery only (its build tags leave out the cloud providers' SDKs).
 PROMETHEUS_VERSION ?= v0.316.0
-PROMETHEUS := $(CACHE)/tools/prometheus-$(PROMETHEUS_VERSION)
+PROMETHEUS := $(CACHE)/tools/prometheus-$(PROMETHEUS_VERSION)-k8s
 export HELM
 # NetworkPolicy enforcement on the local cluster (test/localcluster/netpol.yaml): the Kubernetes
 # SIG's reference implementation (nftables + NFQUEUE), a static build for its image, patched to
@@ -84,8 +85,9 @@ $(HELM):
 helm: $(HELM) ## Build Helm (cached).
 
 $(PROMETHEUS):
-	@echo "building prometheus $(PROMETHEUS_VERSION) from the Go module proxy (about 7 min and 3 GB cold) ..."
-	GOBIN=$(CACHE)/tools/gobin CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
+	@echo "building prometheus $(PROMETHEUS_VERSION) (Kubernetes discovery only) from the Go module proxy ..."
+	GOBIN=$(CACHE)/tools/gobin CGO_ENABLED=0 go install -trimpath -ldflags "-s -w" -tags remove_all_sd,enable_kubernetes_sd \
+	  github.com/prometheus/prometheus/cmd/prometheus@$(PROMETHEUS_VERSION)
 	mv $(CACHE)/tools/gobin/prometheus $@
 
 .PHONY: prometheus
