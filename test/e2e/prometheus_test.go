@@ -65,7 +65,7 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		backup := &v1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "prom", Namespace: cluster.Namespace}, Spec: v1.ValkeyBackupSpec{ClusterName: cluster.Name}}
 		Expect(k8s.Create(ctx, backup)).To(Succeed())
 		waitBackup(backup, v1.BackupCompleted, 4*time.Minute)
-		tlsCluster := buildCluster(cluster.Namespace, "montls", 1, 0, nil)
+		tlsCluster := buildCluster(cluster.Namespace, tlsClusterName, 1, 0, nil)
 		tlsCluster.Spec.Image, tlsCluster.Spec.TLS = redisTLSImage, &v1.TLSSpec{Generate: true}
 		Expect(k8s.Create(ctx, tlsCluster)).To(Succeed())
 		waitReady(tlsCluster, 6*time.Minute)
@@ -74,9 +74,10 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 				GinkgoWriter.Printf("  %s: not required here (%s)\n", name, reason)
 				continue
 			}
-			Eventually(func() int { return len(promQuery(prom, name)) }).WithTimeout(time.Minute).WithPolling(5*time.Second).
+			var n int
+			Eventually(func() int { n = len(promQuery(prom, name)); return n }).WithTimeout(time.Minute).WithPolling(5*time.Second).
 				Should(BeNumerically(">", 0), name)
-			GinkgoWriter.Printf("  %s: %d series\n", name, len(promQuery(prom, name)))
+			GinkgoWriter.Printf("  %s: %d series\n", name, n)
 		}
 	})
 
@@ -84,16 +85,17 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		// The dashboard shows one cluster: its TLS panel has data with the TLS cluster chosen.
 		for _, p := range dashboardPanels() {
 			var q string
+			var n int
 			Eventually(func() int {
-				for _, name := range []string{cluster.Name, "montls"} {
+				for _, name := range []string{cluster.Name, tlsClusterName} {
 					q = strings.NewReplacer("$namespace", cluster.Namespace, "$cluster", name).Replace(p.expr)
-					if n := len(promQuery(prom, q)); n > 0 {
+					if n = len(promQuery(prom, q)); n > 0 {
 						return n
 					}
 				}
 				return 0
 			}).WithTimeout(time.Minute).WithPolling(5*time.Second).Should(BeNumerically(">", 0), "panel %q: %s", p.title, q)
-			GinkgoWriter.Printf("  panel %q: %d series: %s\n", p.title, len(promQuery(prom, q)), q)
+			GinkgoWriter.Printf("  panel %q: %d series: %s\n", p.title, n, q)
 		}
 	})
 
@@ -106,8 +108,9 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 			repaired := time.Now()
 			repair()
 			Eventually(func() bool { return alertFiring(prom, name) }).WithTimeout(5*time.Minute).WithPolling(2*time.Second).Should(BeFalse(), name+" resolves")
-			GinkgoWriter.Printf("  %s: fired %s after the fault, resolved %s after the repair\n", name, fired.Round(time.Second), time.Since(repaired).Round(time.Second))
-			AddReportEntry("alert "+name, fmt.Sprintf("fired after %s, resolved after %s", fired.Round(time.Second), time.Since(repaired).Round(time.Second)))
+			resolved := time.Since(repaired)
+			GinkgoWriter.Printf("  %s: fired %s after the fault, resolved %s after the repair\n", name, fired.Round(time.Second), resolved.Round(time.Second))
+			AddReportEntry("alert "+name, fmt.Sprintf("fired after %s, resolved after %s", fired.Round(time.Second), resolved.Round(time.Second)))
 		}
 		host := replicaHost(cluster)
 		expectAlert("ValkeyShardWithoutReplica", func() {
@@ -131,6 +134,9 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		expectAlert("ValkeyOperatorControllerDown", func() { scaleTopology(0) }, func() { scaleTopology(replicas) })
 	})
 })
+
+// tlsClusterName is the spec's 1 × 0 cluster with generated TLS, beside the 3 × 1 one.
+const tlsClusterName = "montls"
 
 // notYetSeen are the documented metrics this spec does not make appear, and why.
 var notYetSeen = map[string]string{

@@ -159,15 +159,15 @@ func busiestReplica() (string, corev1.Pod, []string, error) {
 			best = holder
 		}
 	}
-	if pod, ok := runningReplica(best); ok {
+	if pod, ok := runningReplica(topologyPods(), best); ok {
 		return best, pod, by[best], nil
 	}
 	return "", corev1.Pod{}, nil, fmt.Errorf("no running topology controller pod is %q, the busiest holder: %v", best, by)
 }
 
-// runningReplica is the running topology controller pod whose replica identity is holder.
-func runningReplica(holder string) (corev1.Pod, bool) {
-	for _, p := range topologyPods() {
+// runningReplica is the pod among pods whose replica identity is holder.
+func runningReplica(pods []corev1.Pod, holder string) (corev1.Pod, bool) {
+	for _, p := range pods {
 		if holder != "" && strings.HasPrefix(holder, p.Name+"-") {
 			return p, true
 		}
@@ -177,8 +177,9 @@ func runningReplica(holder string) (corev1.Pod, bool) {
 
 // heldByRunning fails while a partition is free or held by a replica that no longer runs.
 func heldByRunning() error {
+	pods := topologyPods()
 	for lease, holder := range partitionHolders() {
-		if _, ok := runningReplica(holder); !ok {
+		if _, ok := runningReplica(pods, holder); !ok {
 			return fmt.Errorf("%s held by %q, not a running replica", lease, holder)
 		}
 	}

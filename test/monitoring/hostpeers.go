@@ -7,10 +7,10 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 )
 
-// HostPeers are the addresses this host's packets to the pods of a local cluster of nodes
-// Kubernetes nodes come from (each route's source address), as NetworkPolicy peers: what a
-// cluster's spec.network.metricsFrom names to let a Prometheus running on this host scrape
-// it. The local cluster gives node K the pod range 10.88.(K-1).0/24.
+// HostPeers are the addresses this host's packets to a local cluster's pods come from (the
+// route's source address towards each of its nodes' pod ranges), as NetworkPolicy peers: what
+// a cluster's spec.network.metricsFrom names to let a Prometheus running on this host scrape
+// it. The local cluster gives node K (of nodes) the pod range 10.88.(K-1).0/24.
 func HostPeers(nodes int) ([]networkingv1.NetworkPolicyPeer, error) {
 	seen := map[string]bool{}
 	var out []networkingv1.NetworkPolicyPeer

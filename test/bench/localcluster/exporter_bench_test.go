@@ -70,7 +70,7 @@ func BenchmarkExporterCost(b *testing.B) {
 		var writes map[string]*atomic.Int64
 		stopWriting := func() {}
 		if phase == "writing" {
-			writes, stopWriting = writeTo(ctx, b, c, on, off)
+			writes, stopWriting = writeTo(ctx, b, c, pods, on, off)
 		}
 		before := sampleProcs(b, pods)
 		scrapeFor(pods, phaseLength)
@@ -203,14 +203,15 @@ func scrapeFor(pods map[string][]corev1.Pod, d time.Duration) {
 	}
 }
 
-// writeTo runs the same writer on each cluster until stopped, counting acknowledged writes.
-func writeTo(ctx context.Context, b *testing.B, c client.Client, clusters ...*valkeyv1.ValkeyCluster) (map[string]*atomic.Int64, func()) {
+// writeTo runs the same writer on each cluster (its pods in pods) until stopped, counting
+// acknowledged writes.
+func writeTo(ctx context.Context, b *testing.B, c client.Client, pods map[string][]corev1.Pod, clusters ...*valkeyv1.ValkeyCluster) (map[string]*atomic.Int64, func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	counts := map[string]*atomic.Int64{}
 	value := strings.Repeat("v", 100)
 	for _, vc := range clusters {
-		vk := dialCluster(ctx, b, c, vc)
+		vk := dialCluster(ctx, b, c, vc, pods[vc.Name])
 		n := &atomic.Int64{}
 		counts[vc.Name] = n
 		for g := range writers {
@@ -230,13 +231,13 @@ func writeTo(ctx context.Context, b *testing.B, c client.Client, clusters ...*va
 }
 
 // dialCluster is a cluster-aware client of vc, seeded with its pods' addresses.
-func dialCluster(ctx context.Context, b *testing.B, c client.Client, vc *valkeyv1.ValkeyCluster) valkey.Client {
+func dialCluster(ctx context.Context, b *testing.B, c client.Client, vc *valkeyv1.ValkeyCluster, pods []corev1.Pod) valkey.Client {
 	var secret corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.PasswordSecretName(vc.Name)}, &secret); err != nil {
 		b.Fatal(err)
 	}
 	var seeds []string
-	for _, p := range clusterPods(ctx, b, c, vc) {
+	for _, p := range pods {
 		seeds = append(seeds, p.Status.PodIP+":6379")
 	}
 	vk, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, Password: string(secret.Data[valkeyv1.DefaultPasswordKey]), DisableCache: true})
