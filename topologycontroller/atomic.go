@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // atomicPoll is how soon an atomic migration in flight is looked at again: the server
@@ -53,7 +54,7 @@ func slotJobs(ctx context.Context, cs *conns, addr string) ([]slotJob, error) {
 
 // atomicMoves tells whether the moves from src can go atomically: the mode allows it and
 // the source and every target run a server that can.
-func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []SlotMove) bool {
+func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []planner.Move) bool {
 	if r.Options.MigrationMode == MigrationKeys || !src.atomicMigration() {
 		return false
 	}
@@ -71,7 +72,7 @@ func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []SlotMove
 // job lives on the source, so a controller restart only looks again. A job that failed is
 // reported, and its slots start again after a backoff (see stallBook). It returns the
 // slots in flight.
-func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []SlotMove) (int, error) {
+func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []planner.Move) (int, error) {
 	inFlight := 0
 	for _, mv := range moves {
 		inFlight += len(mv.Slots)
@@ -108,7 +109,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 	args := []string{"CLUSTER", "MIGRATESLOTS"}
 	for _, mv := range moves {
 		args = append(args, "SLOTSRANGE")
-		for _, rg := range compactSlots(mv.Slots) {
+		for _, rg := range planner.CompactSlots(mv.Slots) {
 			args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
 		}
 		args = append(args, "NODE", mv.To)
@@ -128,7 +129,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 	return inFlight, nil
 }
 
-func targetNames(st *clusterState, moves []SlotMove) string {
+func targetNames(st *clusterState, moves []planner.Move) string {
 	names := make([]string, 0, len(moves))
 	for _, mv := range moves {
 		names = append(names, st.byID[mv.To].node.Name)
@@ -138,11 +139,11 @@ func targetNames(st *clusterState, moves []SlotMove) string {
 
 // ownMoves keeps the slots of moves that src, by its own word this round, still owns as a
 // primary.
-func ownMoves(src *member, moves []SlotMove) []SlotMove {
+func ownMoves(src *member, moves []planner.Move) []planner.Move {
 	if !src.self.Primary() {
 		return nil
 	}
-	var out []SlotMove
+	var out []planner.Move
 	for _, mv := range moves {
 		var slots []int
 		for _, slot := range mv.Slots {
@@ -151,7 +152,7 @@ func ownMoves(src *member, moves []SlotMove) []SlotMove {
 			}
 		}
 		if len(slots) > 0 {
-			out = append(out, SlotMove{From: mv.From, To: mv.To, Slots: slots})
+			out = append(out, planner.Move{From: mv.From, To: mv.To, Slots: slots})
 		}
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // clusterBusy says what keeps a backup from starting ("" when nothing): a roll pending or
@@ -27,8 +28,8 @@ func clusterBusy(st *clusterState) string {
 	if len(f.serving) != int(f.shards) {
 		why = append(why, fmt.Sprintf("shards %d of %d serving", len(f.serving), f.shards))
 	}
-	if f.slots != TotalSlots {
-		why = append(why, fmt.Sprintf("slots %d of %d assigned", f.slots, TotalSlots))
+	if f.slots != planner.TotalSlots {
+		why = append(why, fmt.Sprintf("slots %d of %d assigned", f.slots, planner.TotalSlots))
 	}
 	if len(why) == 0 && len(f.progress) > 0 {
 		why = append(why, strings.Join(f.progress, "; "))

@@ -12,6 +12,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // slotTargets are the primaries that should own slots: the current primary of every wanted
@@ -54,7 +55,7 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	for i, t := range targets {
 		ids[i] = t.id()
 	}
-	moves := PlanSlots(ids, owned)
+	moves := planner.Slots(ids, owned)
 	if down := unreachableNode(st); down != "" && assignsFree(moves, orphan) {
 		// Slots nobody in this view owns may be owned in a view that cannot be seen: a
 		// fresh node alone while its peers are down must not found a cluster of its own.
@@ -64,7 +65,7 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	if len(moves) == 0 {
 		st.balanced = true
 		if !migrationStarting(st) {
-			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), TotalSlots/len(targets))
+			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), planner.TotalSlots/len(targets))
 		}
 		return false, nil
 	}
@@ -83,7 +84,7 @@ func unreachableNode(st *clusterState) string {
 }
 
 // assignsFree tells whether moves hand out slots nobody owns (not those of a lost owner).
-func assignsFree(moves []SlotMove, orphan map[int]string) bool {
+func assignsFree(moves []planner.Move, orphan map[int]string) bool {
 	for _, mv := range moves {
 		if mv.From != "" {
 			continue
@@ -108,7 +109,7 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 			continue
 		}
 		if lost[id] {
-			for _, slot := range expandSlots(n.Slots) {
+			for _, slot := range planner.ExpandSlots(n.Slots) {
 				orphan[slot] = id
 			}
 			continue
@@ -116,7 +117,7 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 		if st.byID[id] == nil {
 			return nil, nil, false
 		}
-		owned[id] = expandSlots(n.Slots)
+		owned[id] = planner.ExpandSlots(n.Slots)
 	}
 	addSelfOwned(st, owned, orphan)
 	return owned, orphan, true
@@ -138,7 +139,7 @@ func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]strin
 			continue
 		}
 		added := false
-		for _, slot := range expandSlots(m.self.Slots) {
+		for _, slot := range planner.ExpandSlots(m.self.Slots) {
 			if !taken[slot] && orphan[slot] == "" {
 				owned[m.id()] = append(owned[m.id()], slot)
 				taken[slot], added = true, true
@@ -153,7 +154,7 @@ func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]strin
 // applyMoves carries out the planned moves: slots without an owner are assigned, the others
 // migrated. It acts unless every slot it would migrate is backing off (see stallBook):
 // then the later phases go on (a roll may be what fixes the cause).
-func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []SlotMove, owned map[string][]int, orphan map[int]string) (bool, error) {
+func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []planner.Move, owned map[string][]int, orphan map[int]string) (bool, error) {
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
@@ -162,7 +163,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 			}
 		}
 	}
-	var migrations []SlotMove
+	var migrations []planner.Move
 	for _, mv := range moves {
 		if mv.From != "" {
 			migrations = append(migrations, mv)
@@ -201,9 +202,9 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []S
 // the servers can (see atomicMoves), else key by key up to MigrationSlotsPerReconcile
 // slots per round. It returns the slots moved key by key and the slots in flight
 // atomically.
-func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []SlotMove) (moved, atomic int, err error) {
+func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []planner.Move) (moved, atomic int, err error) {
 	var sources []string
-	bySource := map[string][]SlotMove{}
+	bySource := map[string][]planner.Move{}
 	for _, mv := range moves {
 		if _, ok := bySource[mv.From]; !ok {
 			sources = append(sources, mv.From)
@@ -233,7 +234,7 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []Slot
 
 // assignSlots gives a move's slots without an owner to its target: free slots by
 // ADDSLOTSRANGE, slots of a lost owner by claimSlots.
-func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv SlotMove, orphan map[int]string) error {
+func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv planner.Move, orphan map[int]string) error {
 	dst := st.byID[mv.To]
 	var free, claimed []int
 	for _, slot := range mv.Slots {
@@ -253,7 +254,7 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv SlotM
 		return nil
 	}
 	args := []string{"CLUSTER", "ADDSLOTSRANGE"}
-	for _, rg := range compactSlots(free) {
+	for _, rg := range planner.CompactSlots(free) {
 		args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
 	}
 	if err := st.cs.ok(ctx, dst.addr, args...); err != nil {
@@ -265,7 +266,7 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv SlotM
 
 // migrateMove migrates up to budget of a move's slots key by key, slotsPerBatch at a time,
 // and returns how many it moved.
-func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv SlotMove, budget int) (int, error) {
+func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv planner.Move, budget int) (int, error) {
 	src, dst := st.byID[mv.From], st.byID[mv.To]
 	if migrationStarting(st) && budget > 0 {
 		// Once per migration (the cluster's Progressing says whether one is under way),

@@ -9,6 +9,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // clusterFacts is what the ValkeyCluster status is computed from: one round's findings,
@@ -149,10 +150,10 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 	}
 	// Nodes on lost Kubernetes nodes are excused: the cluster is ready on the survivors
 	// while every shard's reachable primary serves its slots.
-	ready := readyNodes+lostNodes == desired && len(f.nodes) == desired && f.slots == TotalSlots && f.stateOK &&
+	ready := readyNodes+lostNodes == desired && len(f.nodes) == desired && f.slots == planner.TotalSlots && f.stateOK &&
 		len(f.serving) == int(f.shards) && (lostNodes > 0 || readyShards == int(f.shards)) && !f.migrating && f.stalled == ""
 	rreason, msg := valkeyv1.ReasonReady, fmt.Sprintf("%d/%d nodes ready, %d/%d shards ready, %d/%d slots assigned",
-		readyNodes, desired, readyShards, f.shards, f.slots, TotalSlots)
+		readyNodes, desired, readyShards, f.shards, f.slots, planner.TotalSlots)
 	if !ready {
 		rreason = valkeyv1.ReasonNotReady
 	} else if lostNodes > 0 {
@@ -244,10 +245,10 @@ func degraded(f clusterFacts) metav1.Condition {
 	if len(f.unreachable) > 0 {
 		why, reason = append(why, f.unreachable...), valkeyv1.ReasonSlotsUnavailable
 	}
-	if f.slots < TotalSlots && f.formed {
-		why, reason = append(why, fmt.Sprintf("%d of 16384 slots are not assigned", TotalSlots-f.slots)), valkeyv1.ReasonSlotsUnassigned
+	if f.slots < planner.TotalSlots && f.formed {
+		why, reason = append(why, fmt.Sprintf("%d of 16384 slots are not assigned", planner.TotalSlots-f.slots)), valkeyv1.ReasonSlotsUnassigned
 	}
-	if f.slots == TotalSlots && !f.stateOK {
+	if f.slots == planner.TotalSlots && !f.stateOK {
 		why, reason = append(why, "some node reports cluster_state other than ok"), valkeyv1.ReasonClusterStateFail
 	}
 	for _, n := range f.nodes {
@@ -258,7 +259,7 @@ func degraded(f clusterFacts) metav1.Condition {
 	sort.Strings(why)
 	msg := strings.Join(why, "; ")
 	switch {
-	case len(why) == 0 && f.slots < TotalSlots:
+	case len(why) == 0 && f.slots < planner.TotalSlots:
 		reason, msg = valkeyv1.ReasonForming, fmt.Sprintf("forming: %d of 16384 slots are assigned", f.slots)
 	case len(why) == 0:
 		msg = "every slot is served"
@@ -267,7 +268,7 @@ func degraded(f clusterFacts) metav1.Condition {
 }
 
 func slotsAssigned(slots int) metav1.Condition {
-	if slots != TotalSlots {
+	if slots != planner.TotalSlots {
 		return status.Condition(valkeyv1.ConditionSlotsAssigned, false, valkeyv1.ReasonSlotsUnassigned, fmt.Sprintf("%d of 16384 slots are assigned", slots))
 	}
 	return status.Condition(valkeyv1.ConditionSlotsAssigned, true, valkeyv1.ReasonAllSlotsAssigned, "all 16384 slots are assigned")

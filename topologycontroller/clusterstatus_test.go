@@ -8,12 +8,13 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // healthy is a settled 2 × 1 cluster: every node ready, both shards serving.
 func healthy() clusterFacts {
 	return clusterFacts{
-		shards: 2, replicas: 1, slots: TotalSlots, stateOK: true,
+		shards: 2, replicas: 1, slots: planner.TotalSlots, stateOK: true,
 		serving: map[int32]bool{0: true, 1: true},
 		nodes: []nodeFact{
 			{name: "c-0-0", shard: 0, replica: 0, wanted: true, ready: true},
@@ -182,13 +183,13 @@ func TestDegradedAgreesWithSlotsAssigned(t *testing.T) {
 		{"no slot assigned yet", 0, false, "False/Forming", "False/SlotsUnassigned", "forming: 0 of 16384 slots are assigned"},
 		{"slots being assigned", 10923, false, "False/Forming", "False/SlotsUnassigned", "forming: 10923 of 16384 slots are assigned"},
 		{"slots lost after forming", 16000, true, "True/SlotsUnassigned", "False/SlotsUnassigned", "384 of 16384 slots are not assigned"},
-		{"every slot assigned", TotalSlots, false, "False/Healthy", "True/AllSlotsAssigned", "every slot is served"},
+		{"every slot assigned", planner.TotalSlots, false, "False/Healthy", "True/AllSlotsAssigned", "every slot is served"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			f := healthy()
 			f.slots, f.formed = tt.slots, tt.formed
-			if tt.slots < TotalSlots {
+			if tt.slots < planner.TotalSlots {
 				f.serving, f.progress = map[int32]bool{}, []string{"assigning slots"}
 			}
 			got := summarize(f)
@@ -199,7 +200,7 @@ func TestDegradedAgreesWithSlotsAssigned(t *testing.T) {
 			if !strings.Contains(d.Message, tt.msg) {
 				t.Errorf("Degraded message %q, want it to say %q", d.Message, tt.msg)
 			}
-			if tt.slots < TotalSlots && strings.Contains(d.Message, "every slot is served") {
+			if tt.slots < planner.TotalSlots && strings.Contains(d.Message, "every slot is served") {
 				t.Errorf("Degraded says %q with %d slots assigned", d.Message, tt.slots)
 			}
 		})

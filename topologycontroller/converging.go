@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // While Valkey converges on its own (a replica syncing with its primary, gossip spreading
@@ -84,7 +85,7 @@ func convergingIn(st *clusterState) []string {
 		}
 	}
 	why = append(why, slotsNotSpread(st)...)
-	if assignedSlots(st) != TotalSlots {
+	if assignedSlots(st) != planner.TotalSlots {
 		return why
 	}
 	for _, m := range st.sortedMembers() {

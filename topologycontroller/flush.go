@@ -10,6 +10,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // keptKeysRecheck is how often a node kept out of the cluster for its keys is looked at
@@ -82,7 +83,7 @@ func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string,
 		return "", err
 	}
 	short, first := 0, ""
-	for slot := 0; slot < TotalSlots; slot++ {
+	for slot := 0; slot < planner.TotalSlots; slot++ {
 		if mine[slot] == 0 || (theirs[slot] >= mine[slot] && absent[slot] == 0) {
 			continue
 		}
@@ -108,7 +109,7 @@ const flushCheckBatch = 512
 // CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
 func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
 	var slots []int
-	for slot := 0; slot < TotalSlots; slot++ {
+	for slot := 0; slot < planner.TotalSlots; slot++ {
 		if o := st.byID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
 			slots = append(slots, slot)
 		}
@@ -176,12 +177,12 @@ func describeShortSlot(st *clusterState, slot int, mine, theirs int64, id string
 
 // slotOwnerIDs maps every slot to its owner in the seed's view ("" when unowned).
 func slotOwnerIDs(st *clusterState) map[int]string {
-	out := make(map[int]string, TotalSlots)
+	out := make(map[int]string, planner.TotalSlots)
 	for id, n := range st.view {
 		if !n.Primary() {
 			continue
 		}
-		for _, slot := range expandSlots(n.Slots) {
+		for _, slot := range planner.ExpandSlots(n.Slots) {
 			out[slot] = id
 		}
 	}
@@ -189,7 +190,7 @@ func slotOwnerIDs(st *clusterState) map[int]string {
 }
 
 func allSlots() []int {
-	out := make([]int, TotalSlots)
+	out := make([]int, planner.TotalSlots)
 	for i := range out {
 		out[i] = i
 	}

@@ -3,7 +3,6 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	"sort"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,27 +10,8 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/planner"
 )
-
-// RollCandidate is a node waiting for roll approval.
-type RollCandidate struct {
-	Name string
-	// Primary is true for a primary that owns slots (it is failed over before it rolls).
-	Primary bool
-}
-
-// RollOrder orders the nodes waiting for a roll: replicas (and primaries without slots)
-// first, then primaries, each by name.
-func RollOrder(cs []RollCandidate) []RollCandidate {
-	out := append([]RollCandidate(nil), cs...)
-	sort.SliceStable(out, func(i, j int) bool {
-		if out[i].Primary != out[j].Primary {
-			return !out[i].Primary
-		}
-		return out[i].Name < out[j].Name
-	})
-	return out
-}
 
 func rollCondition(ok bool, reason, msg string) *metav1.Condition {
 	c := status.Condition(valkeyv1.ConditionRollApproved, ok, reason, msg)
@@ -79,7 +59,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 			return false, n.Name + " reports cluster_state " + m.state
 		}
 	}
-	if st.migrating || assignedSlots(st) != TotalSlots {
+	if st.migrating || assignedSlots(st) != planner.TotalSlots {
 		return false, "slots are moving"
 	}
 	for id, v := range st.view {
@@ -280,15 +260,15 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 			return nil, false, "waiting for the workload controller to evaluate " + n.Name
 		}
 	}
-	cands := make([]RollCandidate, 0, len(serving))
+	cands := make([]planner.RollCandidate, 0, len(serving))
 	byName := map[string]*valkeyv1.ValkeyNode{}
 	for _, n := range serving {
 		serves, _ := st.servesSlots(n)
-		cands = append(cands, RollCandidate{Name: n.Name, Primary: serves})
+		cands = append(cands, planner.RollCandidate{Name: n.Name, Primary: serves})
 		byName[n.Name] = n
 	}
 	why := ""
-	for _, next := range RollOrder(cands) {
+	for _, next := range planner.RollOrder(cands) {
 		n := byName[next.Name]
 		if next.Primary {
 			if why = r.volumeWait(ctx, st, n); why != "" {

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/planner"
 )
 
 // A slot whose keys could not move is tried again after stallFirstRetry, then after twice
@@ -200,7 +201,7 @@ func (r *Reconciler) noteStalls(st *clusterState) {
 
 // stallJob records the slots of moves that the failed atomic job took, once per job, with
 // a Warning event.
-func (r *Reconciler) stallJob(st *clusterState, src *member, moves []SlotMove, job slotJob) {
+func (r *Reconciler) stallJob(st *clusterState, src *member, moves []planner.Move, job slotJob) {
 	now := time.Now()
 	why := fmt.Sprintf("atomic migration %s %s (%s)", short8(job.name), job.state, job.message)
 	var retry time.Duration
@@ -219,11 +220,11 @@ func (r *Reconciler) stallJob(st *clusterState, src *member, moves []SlotMove, j
 }
 
 // readyMoves keeps the slots of moves that are not backing off.
-func (r *Reconciler) readyMoves(st *clusterState, moves []SlotMove) []SlotMove {
-	var out []SlotMove
+func (r *Reconciler) readyMoves(st *clusterState, moves []planner.Move) []planner.Move {
+	var out []planner.Move
 	for _, mv := range moves {
 		if slots := r.readySlots(st, mv.Slots); len(slots) > 0 {
-			out = append(out, SlotMove{From: mv.From, To: mv.To, Slots: slots})
+			out = append(out, planner.Move{From: mv.From, To: mv.To, Slots: slots})
 		}
 	}
 	return out

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"sort"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -14,9 +13,6 @@ import (
 
 	"valkey.io/operator/internal/clusternodes"
 )
-
-// TotalSlots is the number of hash slots of a Valkey cluster.
-const TotalSlots = 16384
 
 // Per-connection sizes of the clients of one reconcile: small, since one reconcile holds a
 // client of every member and sends each only a few commands at once.
@@ -246,34 +242,6 @@ func parseClusterNodes(out string) ([]clusterNode, error) { return clusternodes.
 
 // parseInfo parses INFO output into key → value.
 func parseInfo(out string) map[string]string { return clusternodes.ParseInfo(out) }
-
-// expandSlots lists every slot of ranges.
-func expandSlots(rs []slotRange) []int {
-	var out []int
-	for _, r := range rs {
-		for s := r.Start; s <= r.End; s++ {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// compactSlots turns slots into sorted inclusive ranges.
-func compactSlots(slots []int) []slotRange {
-	s := append([]int(nil), slots...)
-	sort.Ints(s)
-	var out []slotRange
-	for _, v := range s {
-		if n := len(out); n > 0 && out[n-1].End+1 == v {
-			out[n-1].End = v
-			continue
-		} else if n > 0 && out[n-1].End == v {
-			continue
-		}
-		out = append(out, slotRange{Start: v, End: v})
-	}
-	return out
-}
 
 // replicationOffset is the replication offset a replica has processed (for choosing the
 // most up-to-date replica to fail over to).

@@ -1,4 +1,4 @@
-package topologycontroller
+package planner
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ func span(a, b int) []int {
 
 // applyPlan returns the ownership after the moves, failing on moves of slots the source
 // does not own.
-func applyPlan(t *testing.T, owned map[string][]int, moves []SlotMove) map[string][]int {
+func applyPlan(t *testing.T, owned map[string][]int, moves []Move) map[string][]int {
 	t.Helper()
 	own := map[int]string{}
 	for id, slots := range owned {
@@ -62,7 +62,7 @@ func TestPlanSlots(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			moves := PlanSlots(tc.targets, tc.owned)
+			moves := Slots(tc.targets, tc.owned)
 			after := applyPlan(t, tc.owned, moves)
 			total, lo, hi := 0, TotalSlots, 0
 			for _, id := range tc.targets {
@@ -93,7 +93,7 @@ func TestPlanSlots(t *testing.T) {
 }
 
 func applyPlanForTest(t *testing.T, targets []string, owned map[string][]int) map[string][]int {
-	return applyPlan(t, owned, PlanSlots(targets, owned))
+	return applyPlan(t, owned, Slots(targets, owned))
 }
 
 func counts(m map[string][]int) string {
@@ -110,13 +110,13 @@ func counts(m map[string][]int) string {
 }
 
 func TestPlanSlotsInitialIsContiguous(t *testing.T) {
-	moves := PlanSlots([]string{"a", "b", "c"}, nil)
+	moves := Slots([]string{"a", "b", "c"}, nil)
 	if len(moves) != 3 {
 		t.Fatalf("want 3 assignments, got %d", len(moves))
 	}
 	want := [][2]int{{0, 5461}, {5462, 10922}, {10923, 16383}}
 	for i, mv := range moves {
-		rs := compactSlots(mv.Slots)
+		rs := CompactSlots(mv.Slots)
 		if mv.From != "" || len(rs) != 1 || rs[0].Start != want[i][0] || rs[0].End != want[i][1] {
 			t.Fatalf("move %d: %+v ranges %v, want %v", i, mv.From, rs, want[i])
 		}

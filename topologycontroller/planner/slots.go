@@ -1,12 +1,13 @@
-package topologycontroller
+package planner
 
-import (
-	"sort"
-)
+import "sort"
 
-// SlotMove moves slots from one primary to another. From is empty for slots nobody owns
+// TotalSlots is the number of hash slots of a Valkey cluster.
+const TotalSlots = 16384
+
+// Move moves slots from one primary to another. From is empty for slots nobody owns
 // yet: they are added to To (CLUSTER ADDSLOTSRANGE) instead of migrated.
-type SlotMove struct {
+type Move struct {
 	From, To string
 	Slots    []int
 }
@@ -27,19 +28,19 @@ func EvenCounts(n int) []int {
 	return out
 }
 
-// PlanSlots plans the moves that split the 16384 slots evenly (within one slot of each
+// Slots plans the moves that split the 16384 slots evenly (within one slot of each
 // other) across targets, the primaries that should own slots, in their order. owned maps
 // every current owner (targets and others) to its slots. Owners that are not targets give
 // away all their slots; targets above their share give away the surplus; unowned slots are
 // assigned first. The plan moves as few slots as it can: the targets that own the most keep
 // the one extra slot of an uneven split.
-func PlanSlots(targets []string, owned map[string][]int) []SlotMove {
+func Slots(targets []string, owned map[string][]int) []Move {
 	if len(targets) == 0 {
 		return nil
 	}
 	want := shares(targets, owned)
 	pool := slotPool(targets, owned, want)
-	var moves []SlotMove
+	var moves []Move
 	for _, to := range targets {
 		need := want[to] - len(owned[to])
 		for need > 0 && len(pool) > 0 {
@@ -135,12 +136,12 @@ func sortedCopy(s []int) []int {
 	return out
 }
 
-func appendMove(moves []SlotMove, from, to string, slots []int) []SlotMove {
+func appendMove(moves []Move, from, to string, slots []int) []Move {
 	for i := range moves {
 		if moves[i].From == from && moves[i].To == to {
 			moves[i].Slots = append(moves[i].Slots, slots...)
 			return moves
 		}
 	}
-	return append(moves, SlotMove{From: from, To: to, Slots: append([]int(nil), slots...)})
+	return append(moves, Move{From: from, To: to, Slots: append([]int(nil), slots...)})
 }
