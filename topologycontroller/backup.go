@@ -146,7 +146,7 @@ func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
 func uncutSnapshots(st *clusterState, b *valkeyv1.ValkeyBackup) []string {
 	var out []string
 	for _, e := range b.Status.Shards {
-		n := nodeNamed(st, e.Node)
+		n := st.node(e.Node)
 		if n == nil {
 			out = append(out, fmt.Sprintf("shard %d (node %s is gone)", e.Shard, e.Node))
 			continue

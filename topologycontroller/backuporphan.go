@@ -7,7 +7,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -55,16 +54,7 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // backupsOfCluster maps a ValkeyCluster event to its unfinished backups.
 func (r *backupReconciler) backupsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	var list valkeyv1.ValkeyBackupList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{backupClusterField: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyBackups of a ValkeyCluster", "cluster", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		if !backupFinished(&list.Items[i]) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-		}
-	}
-	return out
+	return requestsOf(ctx, r, &valkeyv1.ValkeyBackupList{}, func(b client.Object) bool { return !backupFinished(b.(*valkeyv1.ValkeyBackup)) },
+		"the ValkeyBackups of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{backupClusterField: o.GetName()})
 }

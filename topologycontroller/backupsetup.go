@@ -8,7 +8,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -91,7 +90,7 @@ func backupKey(ctx context.Context, c client.Client, req reconcile.Request) (str
 	if err := c.Get(ctx, req.NamespacedName, &b); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	return client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String(), nil
+	return clusterKey(b.Namespace, b.Spec.ClusterName), nil
 }
 
 // scheduleKey is the partition key of a schedule: its cluster's namespace/name.
@@ -100,7 +99,7 @@ func scheduleKey(ctx context.Context, c client.Client, req reconcile.Request) (s
 	if err := c.Get(ctx, req.NamespacedName, &s); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	return client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterName}.String(), nil
+	return clusterKey(s.Namespace, s.Spec.ClusterName), nil
 }
 
 // guardByCluster runs r for the objects whose cluster is in a partition held.
@@ -115,34 +114,16 @@ func (s *partitioned) guardByCluster(r reconcile.Reconciler, key func(context.Co
 
 // backupsOf lists the unfinished ValkeyBackups of partition p (enqueued when it is gained).
 func (s *partitioned) backupsOf(ctx context.Context, p int) []reconcile.Request {
-	var list valkeyv1.ValkeyBackupList
-	if err := s.c.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyBackups of a partition gained", "partition", p)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		b := &list.Items[i]
-		if !backupFinished(b) && s.set.Of(client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String()) == p {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(b)})
-		}
-	}
-	return out
+	return requestsOf(ctx, s.c, &valkeyv1.ValkeyBackupList{}, func(o client.Object) bool {
+		b := o.(*valkeyv1.ValkeyBackup)
+		return !backupFinished(b) && s.set.Of(clusterKey(b.Namespace, b.Spec.ClusterName)) == p
+	}, "the ValkeyBackups of a partition gained")
 }
 
 // schedulesOf lists the ValkeyBackupSchedules of partition p.
 func (s *partitioned) schedulesOf(ctx context.Context, p int) []reconcile.Request {
-	var list valkeyv1.ValkeyBackupScheduleList
-	if err := s.c.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyBackupSchedules of a partition gained", "partition", p)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		sc := &list.Items[i]
-		if s.set.Of(client.ObjectKey{Namespace: sc.Namespace, Name: sc.Spec.ClusterName}.String()) == p {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(sc)})
-		}
-	}
-	return out
+	return requestsOf(ctx, s.c, &valkeyv1.ValkeyBackupScheduleList{}, func(o client.Object) bool {
+		sc := o.(*valkeyv1.ValkeyBackupSchedule)
+		return s.set.Of(clusterKey(sc.Namespace, sc.Spec.ClusterName)) == p
+	}, "the ValkeyBackupSchedules of a partition gained")
 }

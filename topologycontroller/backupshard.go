@@ -53,7 +53,7 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 			return err
 		}
 		r.saves.set(st.cluster.UID, b.UID, s, nil)
-		r.backupEvent(b, nodeNamed(st, done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
+		r.backupEvent(b, st.node(done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
 			"shard %d saved on %s at offset %d", s, done.Node, done.Offset)
 	}
 	if b.Status.Phase == valkeyv1.BackupSaving {

@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
 	shards := make([]valkeyv1.BackupShard, 0, len(b.Status.Shards))
 	for _, e := range b.Status.Shards {
-		n := nodeNamed(st, e.Node)
+		n := st.node(e.Node)
 		if n == nil {
 			msg := fmt.Sprintf("shard %d: node %s, saved for this backup, was deleted before its snapshot was reported ready to use; take the backup again", e.Shard, e.Node)
 			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotFailed, "Snapshot", "%s", msg)
@@ -105,14 +105,4 @@ func snapshotFailed(n *valkeyv1.ValkeyNode, c *metav1.Condition, backup string, 
 	}
 	// Conditions carry whole seconds: one written in the saved second counts as after.
 	return savedAt == nil || !c.LastTransitionTime.Before(&metav1.Time{Time: savedAt.Truncate(time.Second)})
-}
-
-// nodeNamed is the cluster's ValkeyNode of that name (nil when none).
-func nodeNamed(st *clusterState, name string) *valkeyv1.ValkeyNode {
-	for _, n := range st.nodes {
-		if n.Name == name {
-			return n
-		}
-	}
-	return nil
 }

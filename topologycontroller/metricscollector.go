@@ -110,7 +110,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	backupsOf := map[string][]*valkeyv1.ValkeyBackup{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
-		key := client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}.String()
+		key := clusterKey(b.Namespace, b.Spec.ClusterName)
 		backupsOf[key] = append(backupsOf[key], b)
 	}
 	exists := map[string]bool{}

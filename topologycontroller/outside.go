@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -116,14 +115,6 @@ func orphanShare(n *valkeyv1.ValkeyNode, why string) status.TopologyShare {
 
 // nodesOfCluster maps a ValkeyCluster event to its nodes (its deletion opens their drain).
 func (r *outsideReconciler) nodesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	var list valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingLabels{valkeyv1.LabelCluster: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyNodes of a ValkeyCluster", "cluster", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
+	return requestsOf(ctx, r, &valkeyv1.ValkeyNodeList{}, nil, "the ValkeyNodes of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
+		client.InNamespace(o.GetNamespace()), client.MatchingLabels{valkeyv1.LabelCluster: o.GetName()})
 }

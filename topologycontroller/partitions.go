@@ -6,7 +6,6 @@ import (
 
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -116,40 +115,25 @@ func nodeKey(n *valkeyv1.ValkeyNode) string {
 	if n.Spec.ClusterName == "" {
 		return client.ObjectKeyFromObject(n).String()
 	}
-	return client.ObjectKey{Namespace: n.Namespace, Name: n.Spec.ClusterName}.String()
+	return clusterKey(n.Namespace, n.Spec.ClusterName)
+}
+
+// clusterKey is the partition key of the objects of the cluster named name in namespace.
+func clusterKey(namespace, name string) string {
+	return client.ObjectKey{Namespace: namespace, Name: name}.String()
 }
 
 // clustersOf lists the ValkeyClusters of partition p (enqueued when it is gained).
 func (s *partitioned) clustersOf(ctx context.Context, p int) []reconcile.Request {
-	var list valkeyv1.ValkeyClusterList
-	if err := s.c.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyClusters of a partition gained", "partition", p)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		key := client.ObjectKeyFromObject(&list.Items[i])
-		if s.set.Of(key.String()) == p {
-			out = append(out, reconcile.Request{NamespacedName: key})
-		}
-	}
-	return out
+	return requestsOf(ctx, s.c, &valkeyv1.ValkeyClusterList{}, func(o client.Object) bool {
+		return s.set.Of(client.ObjectKeyFromObject(o).String()) == p
+	}, "the ValkeyClusters of a partition gained")
 }
 
 // nodesOf lists the ValkeyNodes being deleted in partition p: the outside-cluster
 // reconciler may owe them Drained.
 func (s *partitioned) nodesOf(ctx context.Context, p int) []reconcile.Request {
-	var list valkeyv1.ValkeyNodeList
-	if err := s.c.List(ctx, &list); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyNodes of a partition gained", "partition", p)
-		return nil
-	}
-	var out []reconcile.Request
-	for i := range list.Items {
-		n := &list.Items[i]
-		if !n.DeletionTimestamp.IsZero() && s.set.Of(nodeKey(n)) == p {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(n)})
-		}
-	}
-	return out
+	return requestsOf(ctx, s.c, &valkeyv1.ValkeyNodeList{}, func(o client.Object) bool {
+		return !o.GetDeletionTimestamp().IsZero() && s.set.Of(nodeKey(o.(*valkeyv1.ValkeyNode))) == p
+	}, "the ValkeyNodes of a partition gained")
 }

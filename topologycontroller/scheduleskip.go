@@ -7,7 +7,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -90,14 +89,6 @@ func (r *scheduleReconciler) backupsOf(ctx context.Context, s *valkeyv1.ValkeyBa
 // schedulesOfCluster maps the creation or deletion of a ValkeyCluster to the schedules that
 // name it: their Ready follows it.
 func (r *scheduleReconciler) schedulesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	var list valkeyv1.ValkeyBackupScheduleList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace()), client.MatchingFields{scheduleClusterField: o.GetName()}); err != nil {
-		log.FromContext(ctx).Error(err, "list the ValkeyBackupSchedules of a ValkeyCluster", "cluster", client.ObjectKeyFromObject(o))
-		return nil
-	}
-	out := make([]reconcile.Request, 0, len(list.Items))
-	for i := range list.Items {
-		out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&list.Items[i])})
-	}
-	return out
+	return requestsOf(ctx, r, &valkeyv1.ValkeyBackupScheduleList{}, nil, "the ValkeyBackupSchedules of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{scheduleClusterField: o.GetName()})
 }

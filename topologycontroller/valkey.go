@@ -3,7 +3,6 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -12,14 +11,7 @@ import (
 	"github.com/valkey-io/valkey-go"
 
 	"valkey.io/operator/internal/clusternodes"
-)
-
-// Per-connection sizes of the clients of one reconcile: small, since one reconcile holds a
-// client of every member and sends each only a few commands at once.
-const (
-	connReadBuffer  = 16 << 10
-	connWriteBuffer = 8 << 10
-	connRingScale   = 6 // 64 commands in flight; a longer pipeline waits for room
+	"valkey.io/operator/internal/valkeydial"
 )
 
 // commandsSent counts the commands sent to Valkey servers by every reconcile of the
@@ -73,30 +65,8 @@ func (c *conns) get(addr string) (valkey.Client, error) {
 
 // dial connects to the server at addr as user ("" for the default user).
 func (c *conns) dial(addr, user, password string) (valkey.Client, error) {
-	return valkey.NewClient(valkey.ClientOption{
-		InitAddress:       []string{addr},
-		Username:          user,
-		Password:          password,
-		ForceSingleClient: true,
-		DisableCache:      true,
-		DisableRetry:      true,
-		// RESP2: CLUSTER NODES and INFO come back as plain strings, not RESP3 verbatim
-		// strings with their "txt:" prefix.
-		AlwaysRESP2: true,
-		// No CLIENT SETINFO at connect: the operator's user is not granted it, and each
-		// refusal would be logged in the server's ACL LOG.
-		ClientSetInfo:    valkey.DisableClientSetInfo,
-		Dialer:           net.Dialer{Timeout: c.dialTimeout},
-		ConnWriteTimeout: c.cmdTimeout,
-		// A reconcile holds a client of every member at once: valkey-go's defaults (0.5 MiB
-		// read and write buffers and a ring of 1,024 slots per connection, about 1.5 MiB)
-		// would make a 300-node cluster cost 450 MiB per reconcile. Replies larger than the
-		// read buffer (CLUSTER NODES of a big cluster) are still read whole.
-		ReadBufferEachConn:  connReadBuffer,
-		WriteBufferEachConn: connWriteBuffer,
-		RingScaleEachConn:   connRingScale,
-		TLSConfig:           c.tls.config(addr),
-	})
+	return valkeydial.Dial(valkeydial.Options{Addr: addr, User: user, Password: password,
+		DialTimeout: c.dialTimeout, WriteTimeout: c.cmdTimeout, TLS: c.tls.config(addr), Small: true})
 }
 
 // migrateAuth are MIGRATE's arguments authenticating on the target server at addr, as

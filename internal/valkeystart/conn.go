@@ -4,12 +4,12 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/valkey-io/valkey-go"
 
 	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/internal/valkeydial"
 )
 
 // server is a connection to one Valkey server.
@@ -21,19 +21,8 @@ type server struct {
 // dial connects to the server at addr (ip:port) as user ("" for the default user) with the
 // password ("" for none), over TLS when tlsConfig is set.
 func dial(addr, user, password string, timeout time.Duration, tlsConfig *tls.Config) (*server, error) {
-	cl, err := valkey.NewClient(valkey.ClientOption{
-		InitAddress:       []string{addr},
-		Username:          user,
-		Password:          password,
-		ForceSingleClient: true,
-		DisableCache:      true,
-		DisableRetry:      true,
-		AlwaysRESP2:       true,
-		ClientSetInfo:     valkey.DisableClientSetInfo, // not granted to the operator's user: no ACL LOG entry
-		Dialer:            net.Dialer{Timeout: timeout},
-		ConnWriteTimeout:  timeout,
-		TLSConfig:         tlsConfig,
-	})
+	cl, err := valkeydial.Dial(valkeydial.Options{Addr: addr, User: user, Password: password,
+		DialTimeout: timeout, WriteTimeout: timeout, TLS: tlsConfig})
 	if err != nil {
 		return nil, fmt.Errorf("connect to %s: %w", addr, err)
 	}
