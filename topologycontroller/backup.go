@@ -22,9 +22,9 @@ import (
 // from the backups as read; only the BGSAVEs in flight are kept in memory (saveBook), and a
 // restarted controller saves those shards again.
 
-// backups advances the oldest unfinished backup of the cluster, tells the others that they
+// runBackups advances the oldest unfinished backup of the cluster, tells the others that they
 // wait, and sets the saved points the nodes' status carries.
-func (r *Reconciler) backups(ctx context.Context, st *clusterState) {
+func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
 	list, err := r.clusterBackups(ctx, st.cluster)
 	if err != nil {
 		log.FromContext(ctx).Info("list the cluster's backups; retrying", "error", err.Error())

@@ -20,11 +20,11 @@ import (
 // busPortOffset is the distance of Valkey's cluster bus port from its client port.
 const busPortOffset = 10000
 
-// networkPolicy writes the cluster's NetworkPolicy (see desiredNetworkPolicy), or deletes
+// applyNetworkPolicy writes the cluster's NetworkPolicy (see desiredNetworkPolicy), or deletes
 // it when spec.network.policy is Disabled. One the API server refuses (a clientFrom peer
 // it finds invalid) is reported on st (Progressing=True, NetworkPolicyRefused, and a Warning
 // event when new) and does not stop the round: the servers are run and repaired as before.
-func (r *Reconciler) networkPolicy(ctx context.Context, st *clusterState) error {
+func (r *Reconciler) applyNetworkPolicy(ctx context.Context, st *clusterState) error {
 	vc := st.cluster
 	var cur networkingv1.NetworkPolicy
 	err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.NetworkPolicyName(vc.Name)}, &cur)

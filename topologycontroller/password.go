@@ -2,8 +2,6 @@ package topologycontroller
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
 	"fmt"
 	"strings"
 	"time"
@@ -12,7 +10,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -86,74 +83,6 @@ func (r *Reconciler) generatedSecret(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	created, err := r.createSecret(ctx, vc, name)
 	return ref, created, err
-}
-
-// createSecret creates the generated Secret name with a random password, owned by vc. When
-// another reconcile made it first, that one is read and used.
-func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, name string) (*corev1.Secret, error) {
-	buf := make([]byte, 24)
-	if _, err := rand.Read(buf); err != nil {
-		return nil, fmt.Errorf("generate password: %w", err)
-	}
-	s, err := r.ownedSecret(vc, name, corev1.SecretTypeOpaque,
-		map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))})
-	if err != nil {
-		return nil, err
-	}
-	err = r.Create(ctx, s)
-	if isAlreadyExists(err) {
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
-			return nil, fmt.Errorf("get Secret %s: %w", name, err)
-		}
-		return s, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("create Secret %s: %w", name, err)
-	}
-	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
-	return s, nil
-}
-
-// ownedSecret is the Secret name of vc's namespace holding data, with the cluster's labels
-// and vc as its controller, as the controller makes its generated Secrets.
-func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ corev1.SecretType, data map[string][]byte) (*corev1.Secret, error) {
-	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: ownedLabels(vc)},
-		Type:       typ,
-		Data:       data,
-	}
-	return s, controllerutil.SetControllerReference(vc, s, r.Scheme())
-}
-
-// notOwnedSecret refuses a generated Secret (<cluster>-auth, -operator, -acl) that is not
-// this cluster's: one controlled by another object (by UID), usually the Secret of a deleted
-// cluster of the same name that garbage collection has not removed yet, whose password is
-// not this cluster's and which replacing would take from its owner; and one without a
-// controller (someone else made it) while the cluster has no node running with it, unless
-// annotated valkey.io/adopt=true. A Secret without a controller is used once the cluster's
-// nodes exist: that is a Secret restored by its user after it was deleted.
-func (r *Reconciler) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret) error {
-	ref := metav1.GetControllerOf(s)
-	if ref != nil && ref.UID == vc.UID {
-		return nil
-	}
-	if ref != nil {
-		return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
-			"the Secret %s belongs to %s %s (uid %s), not to this ValkeyCluster (uid %s): it is neither used nor replaced, and no node is started; "+
-				"garbage collection removes it when its owner is gone (or delete it), then a new one is generated; to keep a password of it, name a copy of it in spec.passwordSecret",
-			s.Name, ref.Kind, ref.Name, ref.UID, vc.UID)}
-	}
-	if s.Annotations[valkeyv1.AnnotationAdopt] == "true" {
-		return nil
-	}
-	nodes, err := r.ownedNodes(ctx, vc)
-	if err != nil || nodes > 0 {
-		return err
-	}
-	return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
-		"the Secret %s was not made by the operator and this ValkeyCluster has no node yet: it is neither used nor replaced, and no node is started; "+
-			"if it is yours to give this cluster (restored from a backup), annotate it %s=true; otherwise delete it or name the cluster otherwise",
-		s.Name, valkeyv1.AnnotationAdopt)}
 }
 
 // ownedNodes counts the ValkeyNodes this cluster object made (nodes of an earlier cluster of

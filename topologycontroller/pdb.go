@@ -15,13 +15,13 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// disruptionBudgets keeps one PodDisruptionBudget per shard, owned by the cluster: at most
+// applyDisruptionBudgets keeps one PodDisruptionBudget per shard, owned by the cluster: at most
 // one of the shard's pods may be evicted at a time, so a drain never takes a primary and
 // its replica together (the evicted primary hands over to its replica as it stops: see
 // valkey-start). A shard removed by scale-in keeps its budget until none of its
 // ValkeyNodes is left. Budgets already as desired are not written again. A budget of a
 // shard's name that another object controls is left as it is and reported (ObjectNotOwned).
-func (r *Reconciler) disruptionBudgets(ctx context.Context, st *clusterState) error {
+func (r *Reconciler) applyDisruptionBudgets(ctx context.Context, st *clusterState) error {
 	vc, nodes := st.cluster, st.nodes
 	var list policyv1.PodDisruptionBudgetList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {

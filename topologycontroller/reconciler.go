@@ -119,7 +119,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err := r.protect(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.users(ctx, st, plan); err != nil {
+	if err := r.applyUsersPhase(ctx, st, plan); err != nil {
 		return ctrl.Result{}, err
 	}
 	computeJoined(st)
@@ -131,7 +131,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	r.noteRestoreAndStorage(st)
 	r.lookAgainWhileConverging(st)
-	r.backups(ctx, st)
+	r.runBackups(ctx, st)
 	st.recheckUsers()
 	r.noteStalls(st)
 	return r.finish(ctx, st)
@@ -207,7 +207,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"drain", r.drain},
 		{"slots", r.balanceSlots},
 		{"scale in", r.scaleIn},
-		{"rolls", r.rolls},
+		{"rolls", r.approveRolls},
 	}
 	for _, p := range phases {
 		if st.backupUnderway != "" && movesSlots(p.name) {
@@ -238,11 +238,11 @@ func movesSlots(phase string) bool {
 // protect writes what guards and reaches the cluster's pods: a PodDisruptionBudget per
 // shard, the cluster's NetworkPolicy and its Services.
 func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
-	if err := r.disruptionBudgets(ctx, st); err != nil {
+	if err := r.applyDisruptionBudgets(ctx, st); err != nil {
 		return err
 	}
-	if err := r.networkPolicy(ctx, st); err != nil {
+	if err := r.applyNetworkPolicy(ctx, st); err != nil {
 		return err
 	}
-	return r.services(ctx, st)
+	return r.applyServices(ctx, st)
 }

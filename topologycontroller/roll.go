@@ -70,7 +70,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 	return true, ""
 }
 
-// rolls approves pod rolls: at most one serving node per cluster at a time, replicas first,
+// approveRolls approves pod rolls: at most one serving node per cluster at a time, replicas first,
 // a primary only after its most up-to-date replica took over. A node whose pod is not ready
 // is approved at once only when Valkey does not know it as a primary that owns slots (or
 // knows it as failed with no replica to take over); otherwise it takes the same path as a
@@ -78,7 +78,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 // Approvals are counted from the API server, not from memory or a possibly stale cache.
 // Steps: clear finished and withdraw stale approvals, approve the pods that serve nothing,
 // pick the next node, hand it over.
-func (r *Reconciler) rolls(ctx context.Context, st *clusterState) (bool, error) {
+func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, error) {
 	pending, anyApproved := rollRequests(st)
 	if !anyApproved && len(pending) == 0 {
 		return false, nil

@@ -16,11 +16,11 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// services writes the cluster's client Service and headless Service (see
+// applyServices writes the cluster's client Service and headless Service (see
 // desiredServices). One the API server refuses, or one of the same name that the cluster
 // does not own, is reported on st (Progressing=True, ServiceRefused, and a Warning event
 // when new) and does not stop the round: the servers are run and repaired as before.
-func (r *Reconciler) services(ctx context.Context, st *clusterState) error {
+func (r *Reconciler) applyServices(ctx context.Context, st *clusterState) error {
 	var refused []string
 	for _, want := range desiredServices(st.cluster, r.Options.ValkeyPort) {
 		why, err := r.service(ctx, st, want)

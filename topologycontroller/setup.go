@@ -1,11 +1,19 @@
 // Package topologycontroller is the topology controller (see docs/contract.md for what it
-// owns): it fans a ValkeyCluster out into ValkeyNodes, forms and repairs the Valkey cluster
-// from the pod IPs the workload controller reports (MEET, slots, REPLICATE, FORGET), moves
-// slots when the cluster scales, approves pod rolls one node at a time after failing
-// primaries over, and reports Drained while a node is deleted. It keeps nothing in memory
-// between reconciles but the backoff of slots whose keys could not move (see stallBook) and
-// of failovers that did not complete: everything else is read again from the API server and
-// from Valkey.
+// owns and docs/architecture.md for its parts): it fans a ValkeyCluster out into ValkeyNodes,
+// forms and repairs the Valkey cluster from the pod IPs the workload controller reports
+// (MEET, slots, REPLICATE, FORGET), moves slots when the cluster scales, approves pod rolls
+// one node at a time after failing primaries over, reports Drained while a node is deleted,
+// and runs backups, restores and backup schedules.
+//
+// Everything is read again each round from the API server and from Valkey, except six
+// in-memory records, each owned by the concern that keeps it and each only a hint that a
+// restarted controller rebuilds or does without: the backoff of slots whose keys could not
+// move (stallBook), the rounds in a row a cluster was still converging (convergeBook), the
+// failovers under way or backing off (failoverTries), the form each server lists its users
+// in (aclForms), the BGSAVEs of backups under way (saveBook) and the live config each server
+// was given (liveBook).
+//
+// The pure planners (which slots move where, the roll order) are in the planner package.
 package topologycontroller
 
 import (

@@ -143,27 +143,6 @@ func generatedNotOwned(vc *valkeyv1.ValkeyCluster, name, what string) *tlsError 
 			"delete or rename it, or give your own certificate with tls.secretName", name, what, vc.Name)}
 }
 
-// writeSecret creates the Secret name (owned by vc) with data, or replaces the data of the
-// existing s.
-func (r *Reconciler) writeSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, name string, typ corev1.SecretType, data map[string][]byte) error {
-	if exists {
-		s.Data = data
-		if err := r.Update(ctx, s); err != nil {
-			return fmt.Errorf("update Secret %s: %w", name, err)
-		}
-		return nil
-	}
-	created, err := r.ownedSecret(vc, name, typ, data)
-	if err != nil {
-		return err
-	}
-	*s = *created
-	if err := r.Create(ctx, s); err != nil {
-		return fmt.Errorf("create Secret %s: %w", name, err)
-	}
-	return nil
-}
-
 // podIPs are the pod IPs of the cluster's nodes (status.workload.podIP), sorted.
 func (r *Reconciler) podIPs(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]string, error) {
 	var list valkeyv1.ValkeyNodeList

@@ -13,10 +13,10 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// users applies the planned users on every reachable server, writes the ACL Secret with
+// applyUsersPhase applies the planned users on every reachable server, writes the ACL Secret with
 // the lines servers accepted, and decides UsersApplied (reported when spec.users is set)
 // with a Warning event for each new problem.
-func (r *Reconciler) users(ctx context.Context, st *clusterState, p *userPlan) error {
+func (r *Reconciler) applyUsersPhase(ctx context.Context, st *clusterState, p *userPlan) error {
 	out := r.applyUsers(ctx, st, p)
 	if err := r.writeACLSecret(ctx, st.cluster, p, p.aclFile(out.verified)); err != nil {
 		return err
