@@ -20,6 +20,11 @@ import (
 // and Valkey before 9), and back to the suite's options when the spec ends.
 func keyByKey() { runWith(keyByKeyOptions()) }
 
+// keyByKeyScaleIn bounds a scale-in from two shards to one moved key by key: 8192 slots,
+// a handful of commands each, which takes one to two minutes when the suite's parallel
+// processes and the Redis run share two cores (each spec reports the time it took).
+const keyByKeyScaleIn = 4 * time.Minute
+
 // keyByKeyOptions are the suite's options with every slot moved key by key.
 func keyByKeyOptions() topologycontroller.Options {
 	opts := testOptions
@@ -254,7 +259,9 @@ var _ = Describe("Slot migrations on bad days", func() {
 		By("the slots move once the target accepts writes again")
 		_, err = cmd(keep, pw, "CONFIG", "SET", "maxmemory", "0")
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 0) }, 3*time.Minute).Should(Succeed())
+		start := time.Now()
+		Eventually(func() error { return checkHealthy(f, pw, 1, 0) }, keyByKeyScaleIn).Should(Succeed())
+		AddReportEntry("key-by-key scale-in", time.Since(start).Round(time.Second).String())
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
 	})
@@ -296,7 +303,9 @@ var _ = Describe("Keys moved one batch at a time", func() {
 		By("the replica authenticates again: every key moves and none is lost")
 		_, err = cmd(replica, pw, "CONFIG", "SET", "masteruser", acl.ReplicationUser)
 		Expect(err).NotTo(HaveOccurred())
-		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 2*time.Minute).Should(Succeed())
+		start := time.Now()
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, keyByKeyScaleIn).Should(Succeed())
+		AddReportEntry("key-by-key scale-in once a replica holds the keys", time.Since(start).Round(time.Second).String())
 		Eventually(clusterReady(ns, "c"), 30*time.Second).Should(Succeed())
 		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
 	})

@@ -63,8 +63,9 @@ var _ = Describe("Pause", func() {
 		annotatePaused(getCluster(ns, "pz"), "")
 		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second, 200*time.Millisecond).Should(Equal(4))
 		Eventually(maxmemory, 20*time.Second, 200*time.Millisecond).Should(Equal(both("pz", "67108864")))
+		// Ready stays True through the pause: it is the round after the pause that clears Paused.
+		Eventually(clusterCondition(ns, "pz", valkeyv1.ConditionPaused), 20*time.Second, 200*time.Millisecond).Should(BeEmpty())
 		Eventually(clusterReady(ns, "pz"), formTimeout).Should(Succeed())
-		Expect(clusterCondition(ns, "pz", valkeyv1.ConditionPaused)()).To(BeEmpty())
 		Eventually(nodeCondition(ns, replica, valkeyv1.ConditionPaused), 20*time.Second, 200*time.Millisecond).Should(BeEmpty())
 		Expect(eventsWithReason(ns, valkeyv1.EventResumed)).To(Equal(1))
 
