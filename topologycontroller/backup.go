@@ -139,7 +139,7 @@ func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) strin
 // snapshotsCut tells whether the snapshot of every shard of b is cut (it has a creationTime
 // or is ready to use): the volumes' content in them is fixed.
 func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
-	return int32(len(b.Status.Shards)) >= b.Status.ShardCount && len(uncutSnapshots(st, b)) == 0
+	return count32(len(b.Status.Shards)) >= b.Status.ShardCount && len(uncutSnapshots(st, b)) == 0
 }
 
 // uncutSnapshots describes the shards of b saved so far whose snapshot is not cut yet.

@@ -37,7 +37,7 @@ func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *va
 		e.SnapshotName, e.Size = snap.Name, snap.RestoreSize
 		shards = append(shards, e)
 	}
-	if b.Status.Phase != valkeyv1.BackupSnapshotting || int32(len(shards)) != b.Status.ShardCount {
+	if b.Status.Phase != valkeyv1.BackupSnapshotting || count32(len(shards)) != b.Status.ShardCount {
 		return nil
 	}
 	if err := r.setBackup(ctx, b, backupCompleted(shards)); err != nil {

@@ -79,7 +79,7 @@ func backupStarted(vc *valkeyv1.ValkeyCluster) backupChange {
 func backupShardSaved(s valkeyv1.BackupShard) backupChange {
 	return func(st *valkeyv1.ValkeyBackupStatus, gen int64) {
 		st.Shards = append(st.Shards, s)
-		if int32(len(st.Shards)) < st.ShardCount {
+		if count32(len(st.Shards)) < st.ShardCount {
 			backupReady(st, gen, false, valkeyv1.ReasonSaving, fmt.Sprintf("%d of %d shards saved", len(st.Shards), st.ShardCount))
 			return
 		}

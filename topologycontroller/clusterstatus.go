@@ -166,8 +166,8 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 			degraded(f),
 			slotsAssigned(f.slots),
 		},
-		Shards: int32(len(f.serving)), ReadyShards: int32(readyShards), Nodes: int32(len(f.nodes)),
-		ReadyNodes: int32(readyNodes), SlotsAssigned: int32(f.slots),
+		Shards: count32(len(f.serving)), ReadyShards: count32(readyShards), Nodes: count32(len(f.nodes)),
+		ReadyNodes: count32(readyNodes), SlotsAssigned: count32(f.slots),
 		LargestVolume: f.largestVolume, GrownVolumes: f.grownVolumes, ServerVersions: f.versions,
 	}
 }

@@ -44,7 +44,7 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 	if st.seed == nil {
 		return false, nil
 	}
-	ids := forgettable(st, func(addr string) bool { return dialable(addr, r.Options.DialTimeout) })
+	ids := forgettable(st, func(addr string) bool { return dialable(ctx, addr, r.Options.DialTimeout) })
 	if len(ids) == 0 {
 		return false, nil
 	}

@@ -97,6 +97,7 @@ type reconcileWork struct {
 // settledWork runs reconciles of the settled cluster outside any manager (nothing else runs
 // in the process) and returns the mean work of one.
 func settledWork(b *testing.B, ns, name string) reconcileWork {
+	b.Helper()
 	m, err := env.NewManager(topologycontroller.CacheOptions())
 	if err != nil {
 		b.Fatal(err)

@@ -119,8 +119,9 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 }
 
 // dialable tells whether something accepts TCP connections at addr.
-func dialable(addr string, timeout time.Duration) bool {
-	c, err := net.DialTimeout("tcp", addr, timeout)
+func dialable(ctx context.Context, addr string, timeout time.Duration) bool {
+	d := net.Dialer{Timeout: timeout}
+	c, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return false
 	}

@@ -140,7 +140,7 @@ func desiredServices(vc *valkeyv1.ValkeyCluster, clientPort int) []*corev1.Servi
 // and on the headless Service the cluster bus.
 func servicePorts(vc *valkeyv1.ValkeyCluster, clientPort int, bus bool) []corev1.ServicePort {
 	port := func(name string, p int) corev1.ServicePort {
-		return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: int32(p), TargetPort: intstr.FromInt(p)}
+		return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: count32(p), TargetPort: intstr.FromInt(p)}
 	}
 	ports := []corev1.ServicePort{port("client", clientPort)}
 	if tls := vc.Spec.TLS; tls != nil && tls.PlaintextPort != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -33,7 +34,7 @@ func computeJoined(st *clusterState) {
 // topologyOf is status.topology of a reachable member.
 func topologyOf(m *member) *valkeyv1.TopologyStatus {
 	if m.self.Primary() {
-		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: int32(m.self.SlotCount()), ServerVersion: m.serverVersion()}
+		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: count32(m.self.SlotCount()), ServerVersion: m.serverVersion()}
 	}
 	return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RoleReplica, PrimaryID: m.self.PrimaryID, ServerVersion: m.serverVersion()}
 }
@@ -148,4 +149,13 @@ func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
 		return waiting
 	}
 	return *rollCondition(false, valkeyv1.ReasonNotRequested, "no roll requested")
+}
+
+// count32 is a count (of shards, nodes, slots, ports: all far below 2^31) as the int32 the
+// API's status fields hold; it saturates rather than wraps.
+func count32(n int) int32 {
+	if n > math.MaxInt32 {
+		return math.MaxInt32
+	}
+	return int32(n) //nolint:gosec // G115: at most MaxInt32 here
 }

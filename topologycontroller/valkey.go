@@ -172,13 +172,13 @@ func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[in
 		return nil, err
 	}
 	out := make(map[int]int64, len(slots))
-	for i, r := range res {
-		n, err := r.AsInt64()
+	for i, slot := range slots {
+		n, err := res[i].AsInt64()
 		if err != nil {
-			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slots[i], addr, err)
+			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slot, addr, err)
 		}
 		if n > 0 {
-			out[slots[i]] = n
+			out[slot] = n
 		}
 	}
 	return out, nil
@@ -200,9 +200,6 @@ func redactArgs(args []string) []string {
 	}
 	return out
 }
-
-// slotRange is an inclusive range of hash slots.
-type slotRange = clusternodes.SlotRange
 
 // clusterNode is one line of CLUSTER NODES.
 type clusterNode = clusternodes.Node

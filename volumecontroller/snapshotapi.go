@@ -26,7 +26,7 @@ const snapshotAPIMissing = "the VolumeSnapshot API snapshot.storage.k8s.io/v1 is
 	"install the external-snapshotter CRDs and snapshot-controller, then restart the volume controller"
 
 // snapshotAPIServed tells whether the API server serves VolumeSnapshots of
-// snapshot.storage.k8s.io/v1. It is asked once, at start: the CRDs installed later are
+// snapshot.storage.k8s.io/valkeyv1. It is asked once, at start: the CRDs installed later are
 // used after a restart.
 func snapshotAPIServed(mapper meta.RESTMapper) (bool, error) {
 	gk := schema.GroupKind{Group: snapshotGroupVersion.Group, Kind: "VolumeSnapshot"}

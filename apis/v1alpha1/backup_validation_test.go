@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/rand"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 var _ = Describe("Backup and restore admission", func() {
@@ -53,23 +53,23 @@ var _ = Describe("Backup and restore admission", func() {
 	})
 
 	It("fixes a backup's spec at creation", func() {
-		b := &v1.ValkeyBackup{
+		b := &valkeyv1.ValkeyBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "b-" + rand.String(5), Namespace: ns},
-			Spec:       v1.ValkeyBackupSpec{ClusterName: "a"},
+			Spec:       valkeyv1.ValkeyBackupSpec{ClusterName: "a"},
 		}
 		Expect(k8s.Create(ctx, b)).To(Succeed())
 		b.Spec.ClusterName = "b"
 		expectRejected(k8s.Update(ctx, b), "a ValkeyBackup's spec is fixed at creation")
 		b.Spec.ClusterName = ""
-		expectRejected(k8s.Create(ctx, &v1.ValkeyBackup{
+		expectRejected(k8s.Create(ctx, &valkeyv1.ValkeyBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "b-" + rand.String(5), Namespace: ns},
 		}), "spec.clusterName")
 	})
 
 	It("refuses a backup name longer than a label value", func() {
-		b := &v1.ValkeyBackup{
+		b := &valkeyv1.ValkeyBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("b", 64), Namespace: ns},
-			Spec:       v1.ValkeyBackupSpec{ClusterName: "a"},
+			Spec:       valkeyv1.ValkeyBackupSpec{ClusterName: "a"},
 		}
 		expectRejected(k8s.Create(ctx, b), "name may have at most 63 characters")
 		b.Name = strings.Repeat("b", 63)
@@ -77,10 +77,10 @@ var _ = Describe("Backup and restore admission", func() {
 	})
 
 	It("refuses a schedule without five cron fields, a retention under 1, and a changed cluster", func() {
-		schedule := func(cron string, retention int32) *v1.ValkeyBackupSchedule {
-			return &v1.ValkeyBackupSchedule{
+		schedule := func(cron string, retention int32) *valkeyv1.ValkeyBackupSchedule {
+			return &valkeyv1.ValkeyBackupSchedule{
 				ObjectMeta: metav1.ObjectMeta{Name: "s-" + rand.String(5), Namespace: ns},
-				Spec:       v1.ValkeyBackupScheduleSpec{ClusterName: "a", Schedule: cron, Retention: retention},
+				Spec:       valkeyv1.ValkeyBackupScheduleSpec{ClusterName: "a", Schedule: cron, Retention: retention},
 			}
 		}
 		expectRejected(k8s.Create(ctx, schedule("0 3 * *", 2)), "schedule must have five fields")
@@ -88,11 +88,11 @@ var _ = Describe("Backup and restore admission", func() {
 		expectRejected(k8s.Create(ctx, schedule("0 3 * * ?", 2)), "schedule may hold only")
 		expectRejected(k8s.Create(ctx, schedule("* * * * *", 0)), "spec.retention")
 		long := schedule("* * * * *", 2)
-		long.Name = strings.Repeat("s", v1.MaxScheduleNameLength+1)
+		long.Name = strings.Repeat("s", valkeyv1.MaxScheduleNameLength+1)
 		expectRejected(k8s.Create(ctx, long), "name may have at most 54 characters")
-		long.Name = strings.Repeat("s", v1.MaxScheduleNameLength)
+		long.Name = strings.Repeat("s", valkeyv1.MaxScheduleNameLength)
 		Expect(k8s.Create(ctx, long)).To(Succeed())
-		Expect(len(v1.ScheduledBackupName(long.Name, time.Now()))).To(BeNumerically("<=", v1.MaxLabelValueLength),
+		Expect(len(valkeyv1.ScheduledBackupName(long.Name, time.Now()))).To(BeNumerically("<=", valkeyv1.MaxLabelValueLength),
 			"the backups of the longest schedule name fit a label value")
 		s := schedule("*/5 * * * MON-FRI", 2)
 		Expect(k8s.Create(ctx, s)).To(Succeed())

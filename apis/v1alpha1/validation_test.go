@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // The seed design's example, verbatim.
@@ -48,13 +48,13 @@ func expectRejected(err error, message string) {
 	ExpectWithOffset(1, err.Error()).To(ContainSubstring(message))
 }
 
-func persistentCluster(ns string) *v1.ValkeyCluster {
-	return &v1.ValkeyCluster{
+func persistentCluster(ns string) *valkeyv1.ValkeyCluster {
+	return &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: "c-" + rand.String(5), Namespace: ns},
-		Spec: v1.ValkeyClusterSpec{
+		Spec: valkeyv1.ValkeyClusterSpec{
 			Shards: 3, Replicas: 1,
-			ServerSpec: v1.ServerSpec{
-				Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+			ServerSpec: valkeyv1.ServerSpec{
+				Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
 			},
 		},
 	}
@@ -66,14 +66,14 @@ var _ = Describe("ValkeyCluster admission", func() {
 
 	It("accepts the seed YAML verbatim and fills the defaults", func() {
 		Expect(k8s.Create(ctx, fromYAML(seedCluster, ns))).To(Succeed())
-		var c v1.ValkeyCluster
+		var c valkeyv1.ValkeyCluster
 		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: "my-cluster"}, &c)).To(Succeed())
 		Expect(c.Spec.Shards).To(Equal(int32(3)))
 		Expect(c.Spec.Replicas).To(Equal(int32(1)))
 		Expect(c.Spec.Persistence.Size.String()).To(Equal("10Gi"))
 		Expect(*c.Spec.Persistence.StorageClassName).To(Equal("gp3"))
-		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
-		Expect(c.Spec.WorkloadType).To(Equal(v1.WorkloadStatefulSet))
+		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(valkeyv1.ReclaimRetain))
+		Expect(c.Spec.WorkloadType).To(Equal(valkeyv1.WorkloadStatefulSet))
 		Expect(c.Spec.Image).NotTo(BeEmpty())
 	})
 
@@ -109,7 +109,7 @@ var _ = Describe("ValkeyCluster admission", func() {
 
 	It("refuses persistence with a Deployment workload", func() {
 		c := persistentCluster(ns)
-		c.Spec.WorkloadType = v1.WorkloadDeployment
+		c.Spec.WorkloadType = valkeyv1.WorkloadDeployment
 		expectRejected(k8s.Create(ctx, c), "persistence requires workloadType StatefulSet")
 	})
 
@@ -125,26 +125,26 @@ var _ = Describe("ValkeyCluster admission", func() {
 
 	It("accepts autoGrow with its defaults, and refuses a threshold out of range, a bad increment and a maxSize below size, naming the field", func() {
 		c := persistentCluster(ns)
-		c.Spec.Persistence.AutoGrow = &v1.AutoGrowSpec{MaxSize: resource.MustParse("100Gi")}
+		c.Spec.Persistence.AutoGrow = &valkeyv1.AutoGrowSpec{MaxSize: resource.MustParse("100Gi")}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		Expect(c.Spec.Persistence.AutoGrow.ThresholdPercent).To(BeEquivalentTo(v1.DefaultAutoGrowThreshold))
-		Expect(c.Spec.Persistence.AutoGrow.Increment).To(Equal(v1.DefaultAutoGrowIncrement))
+		Expect(c.Spec.Persistence.AutoGrow.ThresholdPercent).To(BeEquivalentTo(valkeyv1.DefaultAutoGrowThreshold))
+		Expect(c.Spec.Persistence.AutoGrow.Increment).To(Equal(valkeyv1.DefaultAutoGrowIncrement))
 		for _, inc := range []string{"2Gi", "150%", "1%"} {
 			c.Spec.Persistence.AutoGrow.Increment = inc
 			Expect(k8s.Update(ctx, c)).To(Succeed(), inc)
 		}
 		for _, tc := range []struct {
-			change func(*v1.AutoGrowSpec)
+			change func(*valkeyv1.AutoGrowSpec)
 			says   string
 		}{
-			{func(a *v1.AutoGrowSpec) { a.ThresholdPercent = 5 }, "thresholdPercent"},
-			{func(a *v1.AutoGrowSpec) { a.ThresholdPercent = 95 }, "thresholdPercent"},
-			{func(a *v1.AutoGrowSpec) { a.Increment = "0%" }, "persistence.autoGrow.increment must be"},
-			{func(a *v1.AutoGrowSpec) { a.Increment = "-1Gi" }, "persistence.autoGrow.increment must be"},
-			{func(a *v1.AutoGrowSpec) { a.Increment = "lots" }, "persistence.autoGrow.increment must be"},
-			{func(a *v1.AutoGrowSpec) { a.MaxSize = resource.MustParse("5Gi") }, "persistence.autoGrow.maxSize must be at least persistence.size"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.ThresholdPercent = 5 }, "thresholdPercent"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.ThresholdPercent = 95 }, "thresholdPercent"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.Increment = "0%" }, "persistence.autoGrow.increment must be"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.Increment = "-1Gi" }, "persistence.autoGrow.increment must be"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.Increment = "lots" }, "persistence.autoGrow.increment must be"},
+			{func(a *valkeyv1.AutoGrowSpec) { a.MaxSize = resource.MustParse("5Gi") }, "persistence.autoGrow.maxSize must be at least persistence.size"},
 		} {
-			cur := &v1.ValkeyCluster{}
+			cur := &valkeyv1.ValkeyCluster{}
 			Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), cur)).To(Succeed())
 			tc.change(cur.Spec.Persistence.AutoGrow)
 			expectRejected(k8s.Update(ctx, cur), tc.says)
@@ -159,25 +159,25 @@ var _ = Describe("ValkeyCluster admission", func() {
 	})
 
 	It("refuses names that Kubernetes would refuse, naming the field, before anything is made", func() {
-		pw := []v1.SecretKeyRef{{Name: "app-pw"}}
+		pw := []valkeyv1.SecretKeyRef{{Name: "app-pw"}}
 		for _, tc := range []struct {
-			change func(*v1.ValkeyCluster)
+			change func(*valkeyv1.ValkeyCluster)
 			says   string
 		}{
-			{func(c *v1.ValkeyCluster) { c.Name = "my.cache" }, "metadata.name must start with a letter"},
-			{func(c *v1.ValkeyCluster) { c.Name = "9lives" }, "metadata.name must start with a letter"},
-			{func(c *v1.ValkeyCluster) { c.Name = "x-nodes" }, "metadata.name may not end in -nodes"},
-			{func(c *v1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("Fast_SSD") }, "spec.persistence.storageClassName"},
-			{func(c *v1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("") }, "spec.persistence.storageClassName"},
-			{func(c *v1.ValkeyCluster) { c.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "team/pw"} }, "spec.passwordSecret.name"},
-			{func(c *v1.ValkeyCluster) {
-				c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: []v1.SecretKeyRef{{Name: "Pw"}}}}
+			{func(c *valkeyv1.ValkeyCluster) { c.Name = "my.cache" }, "metadata.name must start with a letter"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Name = "9lives" }, "metadata.name must start with a letter"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Name = "x-nodes" }, "metadata.name may not end in -nodes"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("Fast_SSD") }, "spec.persistence.storageClassName"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.StorageClassName = ptr.To("") }, "spec.persistence.storageClassName"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "team/pw"} }, "spec.passwordSecret.name"},
+			{func(c *valkeyv1.ValkeyCluster) {
+				c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: []valkeyv1.SecretKeyRef{{Name: "Pw"}}}}
 			}, "spec.users[0].passwordSecrets[0].name"},
-			{func(c *v1.ValkeyCluster) {
-				c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: append(pw, pw[0])}}
+			{func(c *valkeyv1.ValkeyCluster) {
+				c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: append(pw, pw[0])}}
 			}, "Duplicate value"},
-			{func(c *v1.ValkeyCluster) { c.Spec.TLS = &v1.TLSSpec{SecretName: "My_Cert"} }, "spec.tls.secretName"},
-			{func(c *v1.ValkeyCluster) { c.Spec.RestoreFrom = "Nightly/1" }, "spec.restoreFrom"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Spec.TLS = &valkeyv1.TLSSpec{SecretName: "My_Cert"} }, "spec.tls.secretName"},
+			{func(c *valkeyv1.ValkeyCluster) { c.Spec.RestoreFrom = "Nightly/1" }, "spec.restoreFrom"},
 		} {
 			c := persistentCluster(ns)
 			tc.change(c)
@@ -185,7 +185,7 @@ var _ = Describe("ValkeyCluster admission", func() {
 		}
 		c := persistentCluster(ns)
 		c.Name = "web-cache-2"
-		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: []v1.SecretKeyRef{{Name: "app-pw"}, {Name: "app-pw", Key: "next"}}}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: []valkeyv1.SecretKeyRef{{Name: "app-pw"}, {Name: "app-pw", Key: "next"}}}}
 		Expect(k8s.Create(ctx, c)).To(Succeed(), "two keys of one Secret are two passwords")
 	})
 
@@ -196,37 +196,37 @@ var _ = Describe("ValkeyCluster admission", func() {
 
 	It("accepts changing the password Secret of a running cluster", func() {
 		d := persistentCluster(ns)
-		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine"}
+		d.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "mine"}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
-		Expect(d.Spec.PasswordSecret.Key).To(Equal(v1.DefaultPasswordKey), "key defaulted")
-		d.Spec.PasswordSecret = &v1.SecretKeyRef{Name: "mine-2", Key: "other"}
+		Expect(d.Spec.PasswordSecret.Key).To(Equal(valkeyv1.DefaultPasswordKey), "key defaulted")
+		d.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "mine-2", Key: "other"}
 		Expect(k8s.Update(ctx, d)).To(Succeed())
 	})
 
 	It("refuses tls with both or neither of secretName and generate", func() {
 		c := persistentCluster(ns)
-		c.Spec.TLS = &v1.TLSSpec{SecretName: "certs", Generate: true}
+		c.Spec.TLS = &valkeyv1.TLSSpec{SecretName: "certs", Generate: true}
 		expectRejected(k8s.Create(ctx, c), "tls: set exactly one of secretName and generate: true")
-		c.Spec.TLS = &v1.TLSSpec{}
+		c.Spec.TLS = &valkeyv1.TLSSpec{}
 		expectRejected(k8s.Create(ctx, c), "tls: set exactly one of secretName and generate: true")
-		c.Spec.TLS = &v1.TLSSpec{Generate: true, PlaintextPort: ptr.To[int32](6379)}
+		c.Spec.TLS = &valkeyv1.TLSSpec{Generate: true, PlaintextPort: ptr.To[int32](6379)}
 		expectRejected(k8s.Create(ctx, c), "tls.plaintextPort must differ")
 	})
 
 	It("refuses adding, removing or switching tls on a running cluster, and accepts a plaintext port beside it", func() {
 		c := persistentCluster(ns)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		c.Spec.TLS = &v1.TLSSpec{Generate: true}
+		c.Spec.TLS = &valkeyv1.TLSSpec{Generate: true}
 		expectRejected(k8s.Update(ctx, c), "tls cannot be added or removed on an existing cluster")
 
 		d := persistentCluster(ns)
-		d.Spec.TLS = &v1.TLSSpec{SecretName: "certs"}
+		d.Spec.TLS = &valkeyv1.TLSSpec{SecretName: "certs"}
 		Expect(k8s.Create(ctx, d)).To(Succeed())
 		d.Spec.TLS.PlaintextPort = ptr.To[int32](6380)
 		Expect(k8s.Update(ctx, d)).To(Succeed())
-		d.Spec.TLS = &v1.TLSSpec{SecretName: "other-certs"}
+		d.Spec.TLS = &valkeyv1.TLSSpec{SecretName: "other-certs"}
 		expectRejected(k8s.Update(ctx, d), "tls.secretName cannot change")
-		d.Spec.TLS = &v1.TLSSpec{Generate: true}
+		d.Spec.TLS = &valkeyv1.TLSSpec{Generate: true}
 		expectRejected(k8s.Update(ctx, d), "tls.secretName cannot change")
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(d), d)).To(Succeed())
 		d.Spec.TLS = nil
@@ -235,29 +235,29 @@ var _ = Describe("ValkeyCluster admission", func() {
 
 	It("refuses user rules that set passwords or switch the user, and the operator's reserved name", func() {
 		c := persistentCluster(ns)
-		pw := []v1.SecretKeyRef{{Name: "app-pw"}}
+		pw := []valkeyv1.SecretKeyRef{{Name: "app-pw"}}
 		// Valkey reads these in any case: NOPASS lets anyone in as the user with any password.
 		for _, rule := range []string{">secret", "<secret", "#abc", "!abc", "nopass", "on", "reset",
 			"NOPASS", "Nopass", "ON", "Off", "RESET", "ResetPass"} {
-			c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", rule}}}
+			c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", rule}}}
 			expectRejected(k8s.Create(ctx, c), "spec.users[0].rules[1]")
 			expectRejected(k8s.Create(ctx, c), "users[].rules may not set passwords")
 		}
 		// One token each, which a server's config file can read back: a quote there stops
 		// every restarted server from starting.
 		for _, rule := range []string{"~app:* +@all", `~app:"x`, "~app:'x", "+get\t", "~café", ""} {
-			c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{rule}}}
+			c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{rule}}}
 			expectRejected(k8s.Create(ctx, c), "spec.users[0].rules[0]")
 		}
-		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{`~app:"x`}}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{`~app:"x`}}}
 		expectRejected(k8s.Create(ctx, c), "one rule per item, of printable ASCII without spaces or quotes")
-		c.Spec.Users = []v1.UserSpec{{Name: v1.OperatorUser, PasswordSecrets: pw}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: valkeyv1.OperatorUser, PasswordSecrets: pw}}
 		expectRejected(k8s.Create(ctx, c), "valkey-operator is reserved")
-		c.Spec.Users = []v1.UserSpec{{Name: "valkey-replication", PasswordSecrets: pw}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "valkey-replication", PasswordSecrets: pw}}
 		expectRejected(k8s.Create(ctx, c), "valkey-replication is reserved")
-		c.Spec.Users = []v1.UserSpec{{Name: "app"}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "app"}}
 		expectRejected(k8s.Create(ctx, c), "passwordSecrets")
-		c.Spec.Users = []v1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", "+@read", "+@write"}}, {Name: "default", PasswordSecrets: pw}}
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "app", PasswordSecrets: pw, Rules: []string{"~app:*", "+@read", "+@write"}}, {Name: "default", PasswordSecrets: pw}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 	})
 
@@ -273,7 +273,7 @@ var _ = Describe("ValkeyCluster admission", func() {
 			{corev1.Toleration{Operator: corev1.TolerationOpEqual, Value: "v"}, "tolerations[].key may be empty only"},
 			{corev1.Toleration{Key: "k", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule, TolerationSeconds: ptr.To[int64](5)}, "tolerationSeconds is allowed only"},
 		} {
-			c.Spec.Scheduling = &v1.SchedulingSpec{Tolerations: []corev1.Toleration{t.tol}}
+			c.Spec.Scheduling = &valkeyv1.SchedulingSpec{Tolerations: []corev1.Toleration{t.tol}}
 			expectRejected(k8s.Create(ctx, c), "spec.scheduling.tolerations[0]")
 			expectRejected(k8s.Create(ctx, c), t.msg)
 		}
@@ -301,10 +301,10 @@ var _ = Describe("ValkeyCluster admission", func() {
 		c := persistentCluster(ns)
 		c.Spec.Persistence = nil
 		Expect(k8s.Create(ctx, c)).To(Succeed())
-		c.Spec.Persistence = &v1.PersistenceSpec{Size: resource.MustParse("1Gi")}
+		c.Spec.Persistence = &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")}
 		Expect(k8s.Update(ctx, c)).To(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(c), c)).To(Succeed())
-		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
+		Expect(c.Spec.Persistence.ReclaimPolicy).To(Equal(valkeyv1.ReclaimRetain))
 	})
 })
 
@@ -312,24 +312,24 @@ var _ = Describe("ValkeyNode admission", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	node := func(name string) *v1.ValkeyNode {
-		return &v1.ValkeyNode{
+	node := func(name string) *valkeyv1.ValkeyNode {
+		return &valkeyv1.ValkeyNode{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-			Spec: v1.ValkeyNodeSpec{
+			Spec: valkeyv1.ValkeyNodeSpec{
 				ClusterName: "my-cluster", Shard: 1, ReplicaIndex: 0,
-				ServerSpec: v1.ServerSpec{
-					Persistence: &v1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
+				ServerSpec: valkeyv1.ServerSpec{
+					Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("10Gi"), StorageClassName: ptr.To("gp3")},
 				},
 			},
 		}
 	}
 
 	It("accepts a node with persistence and fills the defaults", func() {
-		n := node(v1.NodeName("my-cluster", 1, 0))
+		n := node(valkeyv1.NodeName("my-cluster", 1, 0))
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(n), n)).To(Succeed())
-		Expect(n.Spec.Persistence.ReclaimPolicy).To(Equal(v1.ReclaimRetain))
-		Expect(n.Spec.WorkloadType).To(Equal(v1.WorkloadStatefulSet))
+		Expect(n.Spec.Persistence.ReclaimPolicy).To(Equal(valkeyv1.ReclaimRetain))
+		Expect(n.Spec.WorkloadType).To(Equal(valkeyv1.WorkloadStatefulSet))
 		Expect(n.Spec.Persistence.RDBEnabled()).To(BeTrue())
 		Expect(n.Spec.Persistence.AOFEnabled()).To(BeFalse())
 	})
@@ -337,11 +337,11 @@ var _ = Describe("ValkeyNode admission", func() {
 	It("accepts spec.network on a node outside any cluster only", func() {
 		n := node("alone-" + rand.String(5))
 		n.Spec.ClusterName = ""
-		n.Spec.Network = &v1.NetworkSpec{Policy: v1.NetworkPolicyDisabled}
+		n.Spec.Network = &valkeyv1.NetworkSpec{Policy: valkeyv1.NetworkPolicyDisabled}
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		m := node("n-" + rand.String(5))
 		m.Spec.ClusterName = "c"
-		m.Spec.Network = &v1.NetworkSpec{}
+		m.Spec.Network = &valkeyv1.NetworkSpec{}
 		expectRejected(k8s.Create(ctx, m), "network is for a node outside any cluster")
 	})
 
@@ -353,13 +353,13 @@ var _ = Describe("ValkeyNode admission", func() {
 	})
 
 	for _, tc := range []struct {
-		change  func(*v1.ValkeyNode)
+		change  func(*valkeyv1.ValkeyNode)
 		message string
 	}{
-		{func(n *v1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("5Gi") }, "persistence.size may only grow"},
-		{func(n *v1.ValkeyNode) { n.Spec.Persistence = nil }, "persistence cannot be removed once set"},
-		{func(n *v1.ValkeyNode) { n.Spec.WorkloadType = v1.WorkloadDeployment }, "persistence requires workloadType StatefulSet"},
-		{func(n *v1.ValkeyNode) { n.Spec.ClusterName = "other" }, "clusterName is immutable"},
+		{func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence.Size = resource.MustParse("5Gi") }, "persistence.size may only grow"},
+		{func(n *valkeyv1.ValkeyNode) { n.Spec.Persistence = nil }, "persistence cannot be removed once set"},
+		{func(n *valkeyv1.ValkeyNode) { n.Spec.WorkloadType = valkeyv1.WorkloadDeployment }, "persistence requires workloadType StatefulSet"},
+		{func(n *valkeyv1.ValkeyNode) { n.Spec.ClusterName = "other" }, "clusterName is immutable"},
 	} {
 		It(fmt.Sprintf("refuses an update: %s", tc.message), func() {
 			n := node("n-" + rand.String(5))
@@ -374,10 +374,10 @@ var _ = Describe("Names that fit", func() {
 	var ns string
 	BeforeEach(func() { ns = newNamespace() })
 
-	cluster := func(nameLen int, shards, replicas int32) *v1.ValkeyCluster {
-		return &v1.ValkeyCluster{
+	cluster := func(nameLen int, shards, replicas int32) *valkeyv1.ValkeyCluster {
+		return &valkeyv1.ValkeyCluster{
 			ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("c", nameLen), Namespace: ns},
-			Spec:       v1.ValkeyClusterSpec{Shards: shards, Replicas: replicas},
+			Spec:       valkeyv1.ValkeyClusterSpec{Shards: shards, Replicas: replicas},
 		}
 	}
 
@@ -391,7 +391,7 @@ var _ = Describe("Names that fit", func() {
 		{1000, 2, "metadata.name must be at most 39 characters for 1000 shards and 2 replicas"},
 	} {
 		It(fmt.Sprintf("refuses a ValkeyCluster name one character too long for %d shards and %d replicas, and accepts the longest", tc.shards, tc.replicas), func() {
-			longest := v1.MaxClusterNameLength(tc.shards, tc.replicas)
+			longest := valkeyv1.MaxClusterNameLength(tc.shards, tc.replicas)
 			expectRejected(k8s.Create(ctx, cluster(longest+1, tc.shards, tc.replicas)), tc.message)
 			Expect(k8s.Create(ctx, cluster(longest, tc.shards, tc.replicas))).To(Succeed())
 		})
@@ -399,7 +399,7 @@ var _ = Describe("Names that fit", func() {
 
 	// The highest shard index gains a digit from 10 to 11 shards (node <name>-10-<replica>).
 	It("refuses a scale-out that adds a digit to the longest node name, with the same message", func() {
-		c := cluster(v1.MaxClusterNameLength(10, 1), 10, 1)
+		c := cluster(valkeyv1.MaxClusterNameLength(10, 1), 10, 1)
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		c.Spec.Shards = 11
 		expectRejected(k8s.Update(ctx, c), "metadata.name must be at most 40 characters for 11 shards and 1 replica")
@@ -409,11 +409,11 @@ var _ = Describe("Names that fit", func() {
 	})
 
 	It("refuses a ValkeyNode name one character too long, and accepts the longest", func() {
-		node := func(name string) *v1.ValkeyNode {
-			return &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		node := func(name string) *valkeyv1.ValkeyNode {
+			return &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
 		}
-		expectRejected(k8s.Create(ctx, node(strings.Repeat("n", v1.MaxNodeNameLength+1))),
+		expectRejected(k8s.Create(ctx, node(strings.Repeat("n", valkeyv1.MaxNodeNameLength+1))),
 			"metadata.name must be at most 45 characters (the StatefulSet name valkey-<name> must fit 52 characters)")
-		Expect(k8s.Create(ctx, node(strings.Repeat("n", v1.MaxNodeNameLength)))).To(Succeed())
+		Expect(k8s.Create(ctx, node(strings.Repeat("n", valkeyv1.MaxNodeNameLength)))).To(Succeed())
 	})
 })

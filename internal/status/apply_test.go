@@ -12,7 +12,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/test/envtest"
 )
@@ -24,18 +24,18 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 	if err := c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ssa"}}); err != nil {
 		t.Fatal(err)
 	}
-	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "ssa"}}
+	node := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "ssa"}}
 	if err := c.Create(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
-	volume := status.NewApplier(c, v1.FieldManagerVolume)
+	volume := status.NewApplier(c, valkeyv1.FieldManagerVolume)
 	volume.Clock = clk
-	workload := status.NewApplier(c, v1.FieldManagerWorkload)
+	workload := status.NewApplier(c, valkeyv1.FieldManagerWorkload)
 	workload.Clock = clk
-	get := func() *v1.ValkeyNode {
+	get := func() *valkeyv1.ValkeyNode {
 		t.Helper()
-		n := &v1.ValkeyNode{}
+		n := &valkeyv1.ValkeyNode{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(node), n); err != nil {
 			t.Fatal(err)
 		}
@@ -44,21 +44,21 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 
 	must(t, volume.ApplyNode(ctx, node, status.VolumeShare{
 		Conditions: []metav1.Condition{
-			status.Condition(v1.ConditionVolumeReady, false, v1.ReasonPending, "waiting for a volume"),
-			status.Condition(v1.ConditionVolumeSized, true, v1.ReasonSized, ""),
+			status.Condition(valkeyv1.ConditionVolumeReady, false, valkeyv1.ReasonPending, "waiting for a volume"),
+			status.Condition(valkeyv1.ConditionVolumeSized, true, valkeyv1.ReasonSized, ""),
 		},
-		Volume: &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Pending"},
+		Volume: &valkeyv1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Pending"},
 	}))
 	must(t, workload.ApplyNode(ctx, node, status.WorkloadShare{
-		Conditions: []metav1.Condition{status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonWaitingForVolume, "")},
-		Workload:   &v1.WorkloadStatus{Kind: "StatefulSet"},
+		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWaitingForVolume, "")},
+		Workload:   &valkeyv1.WorkloadStatus{Kind: "StatefulSet"},
 	}))
 	n := get()
-	expectConds(t, n, map[string]string{v1.ConditionVolumeReady: "False", v1.ConditionVolumeSized: "True", v1.ConditionWorkloadReady: "False"})
+	expectConds(t, n, map[string]string{valkeyv1.ConditionVolumeReady: "False", valkeyv1.ConditionVolumeSized: "True", valkeyv1.ConditionWorkloadReady: "False"})
 	if n.Status.Volume == nil || n.Status.Volume.ClaimName != "valkey-c-0-0-data" || n.Status.Workload == nil || n.Status.Workload.Kind != "StatefulSet" {
 		t.Fatalf("both sub-structs should be present: %+v", n.Status)
 	}
-	if c := status.Get(n.Status.Conditions, v1.ConditionVolumeReady); c.ObservedGeneration != n.Generation || !c.LastTransitionTime.Time.Equal(clk.Now()) {
+	if c := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady); c.ObservedGeneration != n.Generation || !c.LastTransitionTime.Time.Equal(clk.Now()) {
 		t.Fatalf("observedGeneration %d at %v, want %d at %v", c.ObservedGeneration, c.LastTransitionTime, n.Generation, clk.Now())
 	}
 
@@ -66,15 +66,15 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 	// controller's condition and sub-struct are untouched.
 	clk.SetTime(clk.Now().Add(time.Minute))
 	must(t, volume.ApplyNode(ctx, n, status.VolumeShare{
-		Conditions: []metav1.Condition{status.Condition(v1.ConditionVolumeReady, true, v1.ReasonBound, "")},
-		Volume:     &v1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Bound"},
+		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonBound, "")},
+		Volume:     &valkeyv1.VolumeStatus{ClaimName: "valkey-c-0-0-data", Phase: "Bound"},
 	}))
 	n = get()
-	expectConds(t, n, map[string]string{v1.ConditionVolumeReady: "True", v1.ConditionWorkloadReady: "False"})
-	if status.Get(n.Status.Conditions, v1.ConditionVolumeSized) != nil {
+	expectConds(t, n, map[string]string{valkeyv1.ConditionVolumeReady: "True", valkeyv1.ConditionWorkloadReady: "False"})
+	if status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeSized) != nil {
 		t.Fatal("VolumeSized was dropped by its owner and should be gone")
 	}
-	if got := status.Get(n.Status.Conditions, v1.ConditionVolumeReady).LastTransitionTime; !got.Time.Equal(clk.Now()) {
+	if got := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady).LastTransitionTime; !got.Time.Equal(clk.Now()) {
 		t.Fatalf("VolumeReady changed status: lastTransitionTime %v, want %v", got, clk.Now())
 	}
 	if n.Status.Workload == nil || n.Status.Workload.Kind != "StatefulSet" || n.Status.Volume.Phase != "Bound" {
@@ -84,12 +84,12 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 	// Re-applying a condition whose status is unchanged keeps its lastTransitionTime; the
 	// workload controller leaves status.workload out, which removes it.
 	clk.SetTime(clk.Now().Add(time.Minute))
-	before := status.Get(n.Status.Conditions, v1.ConditionWorkloadReady).LastTransitionTime
+	before := status.Get(n.Status.Conditions, valkeyv1.ConditionWorkloadReady).LastTransitionTime
 	must(t, workload.ApplyNode(ctx, n, status.WorkloadShare{
-		Conditions: []metav1.Condition{status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonCreating, "creating")},
+		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, "creating")},
 	}))
 	n = get()
-	if got := status.Get(n.Status.Conditions, v1.ConditionWorkloadReady); got.LastTransitionTime != before || got.Reason != v1.ReasonCreating {
+	if got := status.Get(n.Status.Conditions, valkeyv1.ConditionWorkloadReady); got.LastTransitionTime != before || got.Reason != valkeyv1.ReasonCreating {
 		t.Fatalf("unchanged status should keep lastTransitionTime %v, got %v (%s)", before, got.LastTransitionTime, got.Reason)
 	}
 	if n.Status.Workload != nil {
@@ -104,14 +104,14 @@ func TestTwoFieldManagersShareNodeStatus(t *testing.T) {
 // not what was last written (the cache lags a write) is written.
 func TestApplyWritesOnlyChanges(t *testing.T) {
 	ctx, c := startAPI(t)
-	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	node := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
 	must(t, c.Create(ctx, node))
-	a := status.NewApplier(c, v1.FieldManagerTopology)
-	joined := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, true, v1.ReasonJoined, "primary")}}
-	meeting := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, false, v1.ReasonMeeting, "")}}
-	read := func() *v1.ValkeyNode {
+	a := status.NewApplier(c, valkeyv1.FieldManagerTopology)
+	joined := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionClusterJoined, true, valkeyv1.ReasonJoined, "primary")}}
+	meeting := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionClusterJoined, false, valkeyv1.ReasonMeeting, "")}}
+	read := func() *valkeyv1.ValkeyNode {
 		t.Helper()
-		n := &v1.ValkeyNode{}
+		n := &valkeyv1.ValkeyNode{}
 		must(t, c.Get(ctx, client.ObjectKeyFromObject(node), n))
 		return n
 	}
@@ -127,7 +127,7 @@ func TestApplyWritesOnlyChanges(t *testing.T) {
 	// Joined), is still written, since Meeting was written last.
 	must(t, a.ApplyNode(ctx, fresh, meeting))
 	must(t, a.ApplyNode(ctx, fresh, joined))
-	if got := status.Get(read().Status.Conditions, v1.ConditionClusterJoined); got == nil || got.Reason != v1.ReasonJoined {
+	if got := status.Get(read().Status.Conditions, valkeyv1.ConditionClusterJoined); got == nil || got.Reason != valkeyv1.ReasonJoined {
 		t.Fatalf("ClusterJoined %+v, want Joined", got)
 	}
 
@@ -138,16 +138,16 @@ func TestApplyWritesOnlyChanges(t *testing.T) {
 	n.Spec.Image = "valkey/valkey:next"
 	must(t, c.Update(ctx, n))
 	n = read()
-	old := status.Condition(v1.ConditionRollApproved, true, v1.ReasonApproved, "replica: safe to restart")
+	old := status.Condition(valkeyv1.ConditionRollApproved, true, valkeyv1.ReasonApproved, "replica: safe to restart")
 	old.ObservedGeneration = n.Generation - 1
-	approved := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(v1.ConditionClusterJoined, true, v1.ReasonJoined, "primary"), old}}
+	approved := status.TopologyShare{Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionClusterJoined, true, valkeyv1.ReasonJoined, "primary"), old}}
 	must(t, a.ApplyNode(ctx, n, approved))
 	n = read()
-	if got := status.Get(n.Status.Conditions, v1.ConditionRollApproved); got == nil || got.ObservedGeneration != n.Generation-1 ||
-		status.IsCurrentTrue(n, n.Status.Conditions, v1.ConditionRollApproved) {
+	if got := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved); got == nil || got.ObservedGeneration != n.Generation-1 ||
+		status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 		t.Fatalf("RollApproved %+v at generation %d: want it kept at generation %d", got, n.Generation, n.Generation-1)
 	}
-	if got := status.Get(n.Status.Conditions, v1.ConditionClusterJoined); got.ObservedGeneration != n.Generation {
+	if got := status.Get(n.Status.Conditions, valkeyv1.ConditionClusterJoined); got.ObservedGeneration != n.Generation {
 		t.Fatalf("ClusterJoined at generation %d, want %d", got.ObservedGeneration, n.Generation)
 	}
 	must(t, a.ApplyNode(ctx, n, approved))
@@ -156,12 +156,12 @@ func TestApplyWritesOnlyChanges(t *testing.T) {
 	}
 
 	// A ValkeyCluster's zero counters are written, not left out.
-	vc := &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: v1.ValkeyClusterSpec{Shards: 1}}
+	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: "default"}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 1}}
 	must(t, c.Create(ctx, vc))
-	must(t, a.ApplyCluster(ctx, vc, v1.ValkeyClusterStatus{Shards: 1, Nodes: 0,
-		Conditions: []metav1.Condition{status.Condition(v1.ConditionReady, false, v1.ReasonNotReady, "")}}))
+	must(t, a.ApplyCluster(ctx, vc, valkeyv1.ValkeyClusterStatus{Shards: 1, Nodes: 0,
+		Conditions: []metav1.Condition{status.Condition(valkeyv1.ConditionReady, false, valkeyv1.ReasonNotReady, "")}}))
 	var u unstructured.Unstructured
-	u.SetGroupVersionKind(v1.GroupVersion.WithKind("ValkeyCluster"))
+	u.SetGroupVersionKind(valkeyv1.GroupVersion.WithKind("ValkeyCluster"))
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(vc), &u))
 	if n, found, _ := unstructured.NestedInt64(u.Object, "status", "nodes"); !found || n != 0 {
 		t.Fatalf("status.nodes: found %v, %d; want 0 written", found, n)
@@ -190,7 +190,7 @@ func must(t *testing.T, err error) {
 	}
 }
 
-func expectConds(t *testing.T, n *v1.ValkeyNode, want map[string]string) {
+func expectConds(t *testing.T, n *valkeyv1.ValkeyNode, want map[string]string) {
 	t.Helper()
 	for typ, s := range want {
 		c := status.Get(n.Status.Conditions, typ)

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -30,23 +30,23 @@ func countApplies(c client.Client, n *atomic.Int32) client.Client {
 // showing it. A different share is written whatever the read shows.
 func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
 	ctx, c := startAPI(t)
-	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	node := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
 	must(t, c.Create(ctx, node))
 	var applies atomic.Int32
 	counted := countApplies(c, &applies)
-	read := func() *v1.ValkeyNode {
+	read := func() *valkeyv1.ValkeyNode {
 		t.Helper()
-		n := &v1.ValkeyNode{}
+		n := &valkeyv1.ValkeyNode{}
 		must(t, c.Get(ctx, client.ObjectKeyFromObject(node), n))
 		return n
 	}
 	creating := status.WorkloadShare{Conditions: []metav1.Condition{
-		status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonCreating, "waiting for the workload to create the pod"),
-		status.Condition(v1.ConditionRollPending, false, v1.ReasonUpToDate, "no workload yet"),
+		status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, "waiting for the workload to create the pod"),
+		status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "no workload yet"),
 	}}
 	waiting := status.WorkloadShare{Conditions: []metav1.Condition{
-		status.Condition(v1.ConditionWorkloadReady, false, v1.ReasonWaitingForVolume, "waiting"),
-		status.Condition(v1.ConditionRollPending, false, v1.ReasonUpToDate, "no workload yet"),
+		status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonWaitingForVolume, "waiting"),
+		status.Condition(valkeyv1.ConditionRollPending, false, valkeyv1.ReasonUpToDate, "no workload yet"),
 	}}
 	expect := func(want int32, what string) {
 		t.Helper()
@@ -55,14 +55,14 @@ func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
 		}
 	}
 
-	a := status.NewApplier(counted, v1.FieldManagerWorkload)
+	a := status.NewApplier(counted, valkeyv1.FieldManagerWorkload)
 	stale := read()
 	must(t, a.ApplyNode(ctx, stale, creating))
 	must(t, a.ApplyNode(ctx, stale, creating))
 	must(t, a.ApplyNode(ctx, stale, creating))
 	expect(1, "the same share judged against a read taken before it was written")
 
-	restarted := status.NewApplier(counted, v1.FieldManagerWorkload)
+	restarted := status.NewApplier(counted, valkeyv1.FieldManagerWorkload)
 	must(t, restarted.ApplyNode(ctx, read(), creating))
 	expect(1, "a restarted Applier, the object showing the share")
 
@@ -71,7 +71,7 @@ func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
 	must(t, restarted.ApplyNode(ctx, stale, waiting))
 	must(t, restarted.ApplyNode(ctx, read(), creating))
 	expect(3, "a different share, then the first one again")
-	if got := status.Get(read().Status.Conditions, v1.ConditionWorkloadReady); got == nil || got.Reason != v1.ReasonCreating {
+	if got := status.Get(read().Status.Conditions, valkeyv1.ConditionWorkloadReady); got == nil || got.Reason != valkeyv1.ReasonCreating {
 		t.Fatalf("WorkloadReady %+v, want Creating", got)
 	}
 }
@@ -81,20 +81,20 @@ func TestApplyTrustsItsOwnLastWrite(t *testing.T) {
 // although the node shows every other condition of the share.
 func TestRestartedApplierDropsSnapshotReady(t *testing.T) {
 	ctx, c := startAPI(t)
-	node := &v1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
+	node := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: "c-0-0", Namespace: "default"}}
 	must(t, c.Create(ctx, node))
 	volume := []metav1.Condition{
-		status.Condition(v1.ConditionVolumeReady, true, v1.ReasonBound, "bound"),
-		status.Condition(v1.ConditionVolumeSized, true, v1.ReasonSized, "sized"),
+		status.Condition(valkeyv1.ConditionVolumeReady, true, valkeyv1.ReasonBound, "bound"),
+		status.Condition(valkeyv1.ConditionVolumeSized, true, valkeyv1.ReasonSized, "sized"),
 	}
 	withSnapshot := status.VolumeShare{Conditions: append(append([]metav1.Condition(nil), volume...),
-		status.Condition(v1.ConditionSnapshotReady, true, v1.ReasonSnapshotReady, "ready"))}
-	must(t, status.NewApplier(c, v1.FieldManagerVolume).ApplyNode(ctx, node, withSnapshot))
+		status.Condition(valkeyv1.ConditionSnapshotReady, true, valkeyv1.ReasonSnapshotReady, "ready"))}
+	must(t, status.NewApplier(c, valkeyv1.FieldManagerVolume).ApplyNode(ctx, node, withSnapshot))
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
 
-	must(t, status.NewApplier(c, v1.FieldManagerVolume).ApplyNode(ctx, node, status.VolumeShare{Conditions: volume}))
+	must(t, status.NewApplier(c, valkeyv1.FieldManagerVolume).ApplyNode(ctx, node, status.VolumeShare{Conditions: volume}))
 	must(t, c.Get(ctx, client.ObjectKeyFromObject(node), node))
-	if got := status.Get(node.Status.Conditions, v1.ConditionSnapshotReady); got != nil {
+	if got := status.Get(node.Status.Conditions, valkeyv1.ConditionSnapshotReady); got != nil {
 		t.Fatalf("SnapshotReady %+v is still there after its owner left it out", got)
 	}
 }

@@ -223,7 +223,7 @@ func copyDir(t *testing.T, src, dst string) {
 			copyDir(t, from, to)
 			continue
 		}
-		b, err := os.ReadFile(from) //nolint:gosec // a test server's data directory
+		b, err := os.ReadFile(from)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -74,7 +74,7 @@ func metricsPage(addr string) string {
 	if i := strings.Index(addr, "?"); i >= 0 {
 		addr, path = addr[:i], path+addr[i:]
 	}
-	resp, err := http.Get("http://" + addr + path) //nolint:noctx // a test on loopback
+	resp, err := http.Get("http://" + addr + path)
 	if err != nil {
 		return ""
 	}

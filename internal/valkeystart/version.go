@@ -1,10 +1,12 @@
 package valkeystart
 
 import (
+	"context"
 	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 )
 
 var versionField = regexp.MustCompile(`v=(\d+)\.`)
@@ -23,10 +25,15 @@ func ServerMajor(versionOutput string) int {
 	return n
 }
 
+// versionTimeout bounds asking the server binary for its version.
+const versionTimeout = 10 * time.Second
+
 // BinaryMajor is ServerMajor of the server binary at path (its --version); 0 when it does
 // not answer: the users it is given then hold only what every server version accepts.
 func BinaryMajor(path string) int {
-	out, err := exec.Command(path, "--version").Output() //nolint:gosec // the container's own server binary
+	ctx, cancel := context.WithTimeout(context.Background(), versionTimeout)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {
 		return 0
 	}

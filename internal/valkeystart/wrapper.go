@@ -106,7 +106,9 @@ func (w *Wrapper) Run(ctx context.Context, argv []string) int {
 		w.logf("remove %s: %v", MarkerFile, err)
 		return 1
 	}
-	cmd := exec.Command(argv[0], argv[1:]...) //nolint:gosec // argv is the container's own command line
+	// The server outlives ctx: a SIGTERM is relayed to it (relay) so that it shuts down
+	// cleanly, never killed when ctx ends.
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), argv[0], argv[1:]...) //nolint:gosec // G204: argv is the container's own command line
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = &aofLog{out: os.Stdout, damaged: &w.aofDamaged}
 	cmd.Stderr = &aofLog{out: os.Stderr, damaged: &w.aofDamaged}
@@ -204,5 +206,5 @@ func (w *Wrapper) logf(format string, args ...any) {
 	if l == nil {
 		l = log.New(os.Stderr, "valkey-start: ", log.LstdFlags)
 	}
-	l.Output(2, fmt.Sprintf(format, args...)) //nolint:errcheck // logging is best effort
+	_ = l.Output(2, fmt.Sprintf(format, args...)) // logging is best effort
 }

@@ -54,7 +54,11 @@ func (f Figure) Percent() int32 {
 	if f.CapacityBytes <= 0 {
 		return 100
 	}
-	return int32(f.UsedBytes * 100 / f.CapacityBytes)
+	pct := f.UsedBytes * 100 / f.CapacityBytes
+	if pct > 100 {
+		return 100 // full: a figure above it says nothing more (and would not fit an int32)
+	}
+	return int32(pct) //nolint:gosec // G115: 0..100 here
 }
 
 // Failing tells whether the server reports a failed save.

@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -22,28 +22,28 @@ var appRules = []string{"~app:*", "+@read", "+@write", "+@connection", "+cluster
 
 func passwordSecret(ns, name, pw string) {
 	ExpectWithOffset(1, k8s.Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
-		Data: map[string][]byte{v1.DefaultPasswordKey: []byte(pw)}})).To(Succeed())
+		Data: map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(pw)}})).To(Succeed())
 }
 
-func appUser(secrets ...string) v1.UserSpec {
-	u := v1.UserSpec{Name: "app", Rules: appRules}
+func appUser(secrets ...string) valkeyv1.UserSpec {
+	u := valkeyv1.UserSpec{Name: "app", Rules: appRules}
 	for _, s := range secrets {
-		u.PasswordSecrets = append(u.PasswordSecrets, v1.SecretKeyRef{Name: s, Key: v1.DefaultPasswordKey})
+		u.PasswordSecrets = append(u.PasswordSecrets, valkeyv1.SecretKeyRef{Name: s, Key: valkeyv1.DefaultPasswordKey})
 	}
 	return u
 }
 
 // userClient is a cluster client of the cluster's pods as user.
-func userClient(c *v1.ValkeyCluster, user, pw string) (valkey.Client, error) {
+func userClient(c *valkeyv1.ValkeyCluster, user, pw string) (valkey.Client, error) {
 	return valkey.NewClient(valkey.ClientOption{InitAddress: podAddrs(c), Username: user, Password: pw,
 		DisableCache: true, ConnWriteTimeout: 5 * time.Second})
 }
 
 // waitUsersApplied waits for UsersApplied=True at the cluster's current generation.
-func waitUsersApplied(c *v1.ValkeyCluster) {
+func waitUsersApplied(c *valkeyv1.ValkeyCluster) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		cur := getCluster(c)
-		cond := status.Get(cur.Status.Conditions, v1.ConditionUsersApplied)
+		cond := status.Get(cur.Status.Conditions, valkeyv1.ConditionUsersApplied)
 		g.Expect(cond).NotTo(BeNil())
 		g.Expect(cond.ObservedGeneration).To(Equal(cur.Generation))
 		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "%s: %s", cond.Reason, cond.Message)
@@ -55,7 +55,7 @@ func isAuthErr(err error) bool {
 }
 
 var _ = Describe("ACL users", Label("acl"), Ordered, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 
 	BeforeAll(func() {
 		ns := newNamespace("e2e-acl")
@@ -63,7 +63,7 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 		passwordSecret(ns, "app-new", "app-new-password")
 		cluster = newCluster(ns, "acl", 2, 1, nil)
 		waitReady(cluster, 5*time.Minute)
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Users = []v1.UserSpec{appUser("app-old")} })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Users = []valkeyv1.UserSpec{appUser("app-old")} })
 		waitUsersApplied(cluster)
 	})
 
@@ -119,7 +119,7 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 			}
 		}()
 		By("1: adding the new password")
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Users = []v1.UserSpec{appUser("app-old", "app-new")} })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Users = []valkeyv1.UserSpec{appUser("app-old", "app-new")} })
 		waitUsersApplied(cluster)
 		By("2: moving clients to the new password")
 		mu.Lock()
@@ -129,7 +129,7 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 		// with the old one is still authenticating.
 		Eventually(func() int { mu.Lock(); defer mu.Unlock(); return writesNew }).WithTimeout(time.Minute).Should(BeNumerically(">", 0))
 		By("3: removing the old password")
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Users = []v1.UserSpec{appUser("app-new")} })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Users = []valkeyv1.UserSpec{appUser("app-new")} })
 		waitUsersApplied(cluster)
 		cancel()
 		<-done
@@ -141,9 +141,9 @@ var _ = Describe("ACL users", Label("acl"), Ordered, func() {
 	})
 
 	It("refuses a user removed from the spec", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
-			c.Spec.Users = []v1.UserSpec{{Name: "other", Rules: []string{"~other:*", "+get"},
-				PasswordSecrets: []v1.SecretKeyRef{{Name: "app-old", Key: v1.DefaultPasswordKey}}}}
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Users = []valkeyv1.UserSpec{{Name: "other", Rules: []string{"~other:*", "+get"},
+				PasswordSecrets: []valkeyv1.SecretKeyRef{{Name: "app-old", Key: valkeyv1.DefaultPasswordKey}}}}
 		})
 		waitUsersApplied(cluster)
 		for _, n := range clusterNodes(cluster) {

@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -22,16 +22,16 @@ import (
 // before a write is refused; then at maxSize the volume fills, writes are refused with
 // MISCONF (none lost), the node and the cluster say so, and raising maxSize recovers it.
 var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 	var w *ackWriter
 	var usage *usageLog
 
 	BeforeAll(func() {
 		ns := newNamespace("e2e-autogrow")
-		p := persistence("300Mi", expandableClass, v1.ReclaimDelete)
+		p := persistence("300Mi", expandableClass, valkeyv1.ReclaimDelete)
 		// A save every 10 s: the volume holds what was written within seconds.
-		p.RDB = &v1.RDBSpec{SavePoints: []string{"10 1"}}
-		p.AutoGrow = &v1.AutoGrowSpec{ThresholdPercent: 30, Increment: "100%", MaxSize: resource.MustParse("600Mi")}
+		p.RDB = &valkeyv1.RDBSpec{SavePoints: []string{"10 1"}}
+		p.AutoGrow = &valkeyv1.AutoGrowSpec{ThresholdPercent: 30, Increment: "100%", MaxSize: resource.MustParse("600Mi")}
 		cluster = newCluster(ns, "grow", 3, 1, p)
 		waitReady(cluster, 6*time.Minute)
 		usage = startUsageLog(cluster)
@@ -73,10 +73,10 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 		pod := getPod(primary)
 		out, err := kubectl("-n", cluster.Namespace, "exec", pod.Name, "-c", "valkey", "--", "kit", "fill", "/data/filler")
 		Expect(err).NotTo(HaveOccurred(), out)
-		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(2 * time.Minute).WithPolling(time.Second).
+		Eventually(func() string { return nodeCondition(primary, valkeyv1.ConditionVolumeHealthy) }).WithTimeout(2 * time.Minute).WithPolling(time.Second).
 			Should(Or(Equal("False/VolumeFull"), Equal("False/PersistenceFailing")))
 		Eventually(func() string {
-			c := status.Get(getCluster(cluster).Status.Conditions, v1.ConditionDegraded)
+			c := status.Get(getCluster(cluster).Status.Conditions, valkeyv1.ConditionDegraded)
 			if c == nil {
 				return ""
 			}
@@ -92,11 +92,11 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 	})
 
 	It("recovers when the user raises maxSize", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Persistence.AutoGrow.MaxSize = resource.MustParse("1200Mi") })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.AutoGrow.MaxSize = resource.MustParse("1200Mi") })
 		Eventually(func() int { return claimsAtLeast(cluster, "1200Mi") }).WithTimeout(3*time.Minute).WithPolling(2*time.Second).
 			Should(BeNumerically(">=", 1), "the full claim grown")
 		_, primary := replicaAndPrimary(cluster)
-		Eventually(func() string { return nodeCondition(primary, v1.ConditionVolumeHealthy) }).WithTimeout(3 * time.Minute).WithPolling(time.Second).
+		Eventually(func() string { return nodeCondition(primary, valkeyv1.ConditionVolumeHealthy) }).WithTimeout(3 * time.Minute).WithPolling(time.Second).
 			Should(Equal("True/Healthy"))
 		before := w.count()
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", before+100), "writes acknowledged again")
@@ -112,7 +112,7 @@ var _ = Describe("Volumes grown before they fill", Label("autogrow"), Ordered, f
 })
 
 // claimsAtLeast counts the cluster's claims whose capacity is at least size.
-func claimsAtLeast(c *v1.ValkeyCluster, size string) int {
+func claimsAtLeast(c *valkeyv1.ValkeyCluster, size string) int {
 	want := resource.MustParse(size)
 	return countClaims(c, func(pvc *corev1.PersistentVolumeClaim) bool {
 		got, ok := pvc.Status.Capacity[corev1.ResourceStorage]
@@ -121,7 +121,7 @@ func claimsAtLeast(c *v1.ValkeyCluster, size string) int {
 }
 
 // grownInPod counts the nodes whose measured file system is at least bytes.
-func grownInPod(c *v1.ValkeyCluster, bytes int64) int {
+func grownInPod(c *valkeyv1.ValkeyCluster, bytes int64) int {
 	n := 0
 	for _, node := range clusterNodes(c) {
 		if v := node.Status.Volume; v != nil && v.Usage != nil && v.Usage.CapacityBytes >= bytes {
@@ -131,8 +131,8 @@ func grownInPod(c *v1.ValkeyCluster, bytes int64) int {
 	return n
 }
 
-func nodeCondition(n v1.ValkeyNode, t string) string {
-	cur := nodeByName(&v1.ValkeyCluster{ObjectMeta: n.ObjectMeta}, n.Name)
+func nodeCondition(n valkeyv1.ValkeyNode, t string) string {
+	cur := nodeByName(&valkeyv1.ValkeyCluster{ObjectMeta: n.ObjectMeta}, n.Name)
 	cond := status.Get(cur.Status.Conditions, t)
 	if cond == nil {
 		return ""
@@ -141,7 +141,7 @@ func nodeCondition(n v1.ValkeyNode, t string) string {
 }
 
 // clusterEventReasons lists Type/Reason of the events in the cluster's namespace.
-func clusterEventReasons(c *v1.ValkeyCluster) []string {
+func clusterEventReasons(c *valkeyv1.ValkeyCluster) []string {
 	var list eventsv1.EventList
 	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
 	var out []string
@@ -153,7 +153,7 @@ func clusterEventReasons(c *v1.ValkeyCluster) []string {
 
 // growthTimes is, per node, the time from its AutoGrowing event (the threshold passed) to its
 // AutoGrown event (the claim's capacity reached: the file system grown online).
-func growthTimes(c *v1.ValkeyCluster) []string {
+func growthTimes(c *valkeyv1.ValkeyCluster) []string {
 	var list eventsv1.EventList
 	Expect(k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
 	start, end := map[string]time.Time{}, map[string]time.Time{}
@@ -163,11 +163,11 @@ func growthTimes(c *v1.ValkeyCluster) []string {
 			at = e.CreationTimestamp.Time
 		}
 		switch e.Reason {
-		case v1.EventAutoGrowing:
+		case valkeyv1.EventAutoGrowing:
 			if _, ok := start[e.Regarding.Name]; !ok || at.Before(start[e.Regarding.Name]) {
 				start[e.Regarding.Name] = at
 			}
-		case v1.EventAutoGrown:
+		case valkeyv1.EventAutoGrown:
 			if _, ok := end[e.Regarding.Name]; !ok || at.Before(end[e.Regarding.Name]) {
 				end[e.Regarding.Name] = at
 			}
@@ -190,7 +190,7 @@ type usageLog struct {
 	done  chan struct{}
 }
 
-func startUsageLog(c *v1.ValkeyCluster) *usageLog {
+func startUsageLog(c *valkeyv1.ValkeyCluster) *usageLog {
 	u := &usageLog{stopc: make(chan struct{}), done: make(chan struct{})}
 	begin := time.Now()
 	go func() {
@@ -200,7 +200,7 @@ func startUsageLog(c *v1.ValkeyCluster) *usageLog {
 		defer tick.Stop()
 		for {
 			var parts []string
-			var nodes v1.ValkeyNodeList
+			var nodes valkeyv1.ValkeyNodeList
 			if k8s.List(ctx, &nodes, client.InNamespace(c.Namespace)) == nil {
 				for _, n := range nodes.Items {
 					if v := n.Status.Volume; v != nil && v.Usage != nil {

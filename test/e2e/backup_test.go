@@ -13,7 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -23,15 +23,15 @@ import (
 var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 	var (
 		ns      string
-		cluster *v1.ValkeyCluster
-		backup  *v1.ValkeyBackup
+		cluster *valkeyv1.ValkeyCluster
+		backup  *valkeyv1.ValkeyBackup
 		before  []int // live keys acknowledged before the saved point
 		oldIDs  map[string]string
 	)
 
 	BeforeAll(func() {
 		ns = newNamespace("backup")
-		cluster = newCluster(ns, "my-cluster", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		cluster = newCluster(ns, "my-cluster", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
 	})
 
 	It("backs the sample up under writes: one snapshot per shard, nothing restarted", func() {
@@ -41,13 +41,13 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 		w := startAckWriter(cluster, "live")
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">=", 1000), "the writer is acknowledged")
 
-		backup = &v1.ValkeyBackup{
+		backup = &valkeyv1.ValkeyBackup{
 			ObjectMeta: metav1.ObjectMeta{Name: "nightly", Namespace: ns},
-			Spec:       v1.ValkeyBackupSpec{ClusterName: cluster.Name},
+			Spec:       valkeyv1.ValkeyBackupSpec{ClusterName: cluster.Name},
 		}
 		created := time.Now()
 		Expect(k8s.Create(ctx, backup)).To(Succeed())
-		backup = waitBackup(backup, v1.BackupCompleted, 4*time.Minute)
+		backup = waitBackup(backup, valkeyv1.BackupCompleted, 4*time.Minute)
 		took := time.Since(created)
 		savedAt := savedPoint(backup)
 		n := w.count()
@@ -60,14 +60,14 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 
 		Expect(backup.Status.ShardCount).To(Equal(int32(3)))
 		Expect(backup.Status.Shards).To(HaveLen(3))
-		roles := map[string]v1.Role{}
+		roles := map[string]valkeyv1.Role{}
 		for _, n := range clusterNodes(cluster) {
 			roles[n.Name] = n.Status.Topology.Role
 		}
 		for _, s := range backup.Status.Shards {
-			Expect(s.SnapshotName).To(Equal(v1.SnapshotName(backup.Name, s.Shard)))
+			Expect(s.SnapshotName).To(Equal(valkeyv1.SnapshotName(backup.Name, s.Shard)))
 			Expect(s.Size).NotTo(BeEmpty(), "shard %d size", s.Shard)
-			Expect(roles[s.Node]).To(Equal(v1.RoleReplica), "shard %d was saved on a replica, not its primary", s.Shard)
+			Expect(roles[s.Node]).To(Equal(valkeyv1.RoleReplica), "shard %d was saved on a replica, not its primary", s.Shard)
 		}
 		Expect(readySnapshots(ns, backup.Name)).To(HaveLen(3), "three VolumeSnapshots ready to use")
 		Expect(podUIDs(cluster)).To(Equal(uids), "no pod was replaced")
@@ -82,7 +82,7 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 		Expect(k8s.Delete(ctx, cluster)).To(Succeed())
 		Eventually(func(g Gomega) {
 			var claims corev1.PersistentVolumeClaimList
-			g.Expect(k8s.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{v1.LabelCluster: cluster.Name})).To(Succeed())
+			g.Expect(k8s.List(ctx, &claims, client.InNamespace(ns), client.MatchingLabels{valkeyv1.LabelCluster: cluster.Name})).To(Succeed())
 			g.Expect(claims.Items).To(BeEmpty(), "claims deleted")
 			g.Expect(clusterNodes(cluster)).To(BeEmpty(), "nodes deleted")
 		}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
@@ -90,13 +90,13 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 	})
 
 	It("restores under a new name: Ready, every key acknowledged before the saved point, fresh identities, cluster check clean", func() {
-		restored := buildCluster(ns, "restored", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		restored := buildCluster(ns, "restored", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
 		restored.Spec.RestoreFrom = backup.Name
 		start := time.Now()
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
 		waitReady(restored, 6*time.Minute)
 		GinkgoWriter.Printf("restore: Ready %s after creation\n", time.Since(start).Round(100*time.Millisecond))
-		Expect(status.IsTrue(getCluster(restored).Status.Conditions, v1.ConditionRestored)).To(BeTrue(), "Restored")
+		Expect(status.IsTrue(getCluster(restored).Status.Conditions, valkeyv1.ConditionRestored)).To(BeTrue(), "Restored")
 		expectKeys(restored, "base", seq(20000))
 		expectKeys(restored, "live", before)
 		expectClusterCheck(restored)
@@ -111,19 +111,19 @@ var _ = Describe("Backup and restore", Label("backup"), Ordered, func() {
 var _ = Describe("Scheduled backups", Label("backup"), func() {
 	It("every minute with retention 2: after four minutes exactly two backups and their snapshots remain", func() {
 		ns := newNamespace("schedule")
-		cluster := newCluster(ns, "small", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		cluster := newCluster(ns, "small", 1, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
 		waitReady(cluster, 5*time.Minute)
 		writeKeys(cluster, "k", 1000)
-		sched := &v1.ValkeyBackupSchedule{
+		sched := &valkeyv1.ValkeyBackupSchedule{
 			ObjectMeta: metav1.ObjectMeta{Name: "every-minute", Namespace: ns},
-			Spec:       v1.ValkeyBackupScheduleSpec{ClusterName: cluster.Name, Schedule: "* * * * *", Retention: 2},
+			Spec:       valkeyv1.ValkeyBackupScheduleSpec{ClusterName: cluster.Name, Schedule: "* * * * *", Retention: 2},
 		}
 		Expect(k8s.Create(ctx, sched)).To(Succeed())
 
 		By("four scheduled minutes pass")
 		first := ""
 		Eventually(func(g Gomega) {
-			cur := &v1.ValkeyBackupSchedule{}
+			cur := &valkeyv1.ValkeyBackupSchedule{}
 			g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(sched), cur)).To(Succeed())
 			g.Expect(cur.Status.LastBackup).NotTo(BeEmpty())
 			if first == "" {
@@ -134,7 +134,7 @@ var _ = Describe("Scheduled backups", Label("backup"), func() {
 
 		By("suspended, the last backup finishes and retention leaves two")
 		Eventually(func() error {
-			cur := &v1.ValkeyBackupSchedule{}
+			cur := &valkeyv1.ValkeyBackupSchedule{}
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(sched), cur); err != nil {
 				return err
 			}
@@ -142,11 +142,11 @@ var _ = Describe("Scheduled backups", Label("backup"), func() {
 			return k8s.Update(ctx, cur)
 		}).WithTimeout(30 * time.Second).Should(Succeed())
 		Eventually(func(g Gomega) {
-			var list v1.ValkeyBackupList
-			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{v1.LabelBackupSchedule: sched.Name})).To(Succeed())
+			var list valkeyv1.ValkeyBackupList
+			g.Expect(k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{valkeyv1.LabelBackupSchedule: sched.Name})).To(Succeed())
 			g.Expect(list.Items).To(HaveLen(2), "backups kept")
 			for _, b := range list.Items {
-				g.Expect(b.Status.Phase).To(Equal(v1.BackupCompleted), "%s", b.Name)
+				g.Expect(b.Status.Phase).To(Equal(valkeyv1.BackupCompleted), "%s", b.Name)
 				g.Expect(readySnapshots(ns, b.Name)).To(HaveLen(1), "%s has its snapshot", b.Name)
 			}
 			g.Expect(snapshots(ns, "")).To(HaveLen(2), "the pruned backups' snapshots are deleted")
@@ -155,12 +155,12 @@ var _ = Describe("Scheduled backups", Label("backup"), func() {
 })
 
 // waitBackup waits for the backup to reach phase and returns it; it fails at once on Failed.
-func waitBackup(b *v1.ValkeyBackup, phase v1.BackupPhase, timeout time.Duration) *v1.ValkeyBackup {
-	cur := &v1.ValkeyBackup{}
+func waitBackup(b *valkeyv1.ValkeyBackup, phase valkeyv1.BackupPhase, timeout time.Duration) *valkeyv1.ValkeyBackup {
+	cur := &valkeyv1.ValkeyBackup{}
 	EventuallyWithOffset(1, func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(b), cur)).To(Succeed())
-		ready := status.Get(cur.Status.Conditions, v1.ConditionReady)
-		if cur.Status.Phase == v1.BackupFailed && phase != v1.BackupFailed {
+		ready := status.Get(cur.Status.Conditions, valkeyv1.ConditionReady)
+		if cur.Status.Phase == valkeyv1.BackupFailed && phase != valkeyv1.BackupFailed {
 			StopTrying("backup failed").Attach("Ready", ready).Now()
 		}
 		g.Expect(cur.Status.Phase).To(Equal(phase), "Ready: %+v", ready)
@@ -170,7 +170,7 @@ func waitBackup(b *v1.ValkeyBackup, phase v1.BackupPhase, timeout time.Duration)
 
 // savedPoint is the earliest saved point of the backup's shards: a key acknowledged before it
 // was on its shard's primary and on the saved node before that shard's BGSAVE.
-func savedPoint(b *v1.ValkeyBackup) time.Time {
+func savedPoint(b *valkeyv1.ValkeyBackup) time.Time {
 	var first time.Time
 	for _, s := range b.Status.Shards {
 		ExpectWithOffset(1, s.SavedAt).NotTo(BeNil(), "shard %d savedAt", s.Shard)
@@ -189,7 +189,7 @@ func snapshots(ns, backup string) []unstructured.Unstructured {
 	list.SetGroupVersionKind(volumeSnapshotList)
 	opts := []client.ListOption{client.InNamespace(ns)}
 	if backup != "" {
-		opts = append(opts, client.MatchingLabels{v1.LabelBackup: backup})
+		opts = append(opts, client.MatchingLabels{valkeyv1.LabelBackup: backup})
 	}
 	ExpectWithOffset(1, k8s.List(ctx, list, opts...)).To(Succeed())
 	return list.Items

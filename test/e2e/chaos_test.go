@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -25,12 +25,12 @@ import (
 var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, ContinueOnFailure, func() {
 	var (
 		ns      string
-		cluster *v1.ValkeyCluster
+		cluster *valkeyv1.ValkeyCluster
 	)
 
 	BeforeAll(func() {
 		ns = newNamespace("e2e-chaos")
-		cluster = newCluster(ns, "chaos", 2, 1, persistence("1Gi", expandableClass, v1.ReclaimRetain))
+		cluster = newCluster(ns, "chaos", 2, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimRetain))
 		waitReady(cluster, 6*time.Minute)
 		expectClusterOK(cluster)
 	})
@@ -82,11 +82,11 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 	It("every controller's pod killed during a scale-out migration", func() {
 		underFault(cluster, "controllers-scale-out", func() {
 			since := time.Now()
-			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = 3 })
-			Eventually(func() bool { return clusterEvent(cluster, v1.EventMigrating, since) }).
+			updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = 3 })
+			Eventually(func() bool { return clusterEvent(cluster, valkeyv1.EventMigrating, since) }).
 				WithTimeout(5*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(), "slots start moving")
 			GinkgoWriter.Printf("controllers killed after the first Migrating event; Migrated already: %v\n",
-				clusterEvent(cluster, v1.EventMigrated, since))
+				clusterEvent(cluster, valkeyv1.EventMigrated, since))
 			killControllers()
 		})
 		Expect(clusterNodes(cluster)).To(HaveLen(6))
@@ -98,12 +98,12 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 			setTopologyArg("--migration-mode=", "keys")
 			since := time.Now()
 			shards := getCluster(cluster).Spec.Shards
-			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = shards + 1 })
-			Eventually(func() bool { return clusterEvent(cluster, v1.EventMigrating, since) }).
+			updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = shards + 1 })
+			Eventually(func() bool { return clusterEvent(cluster, valkeyv1.EventMigrating, since) }).
 				WithTimeout(5*time.Minute).WithPolling(100*time.Millisecond).Should(BeTrue(), "keys start moving")
-			target := nodeByName(cluster, v1.NodeName(cluster.Name, shards, 0))
+			target := nodeByName(cluster, valkeyv1.NodeName(cluster.Name, shards, 0))
 			for _, n := range clusterNodes(cluster) {
-				if n.Spec.Shard == shards && n.Status.Topology != nil && n.Status.Topology.Role == v1.RolePrimary {
+				if n.Spec.Shard == shards && n.Status.Topology != nil && n.Status.Topology.Role == valkeyv1.RolePrimary {
 					target = n
 				}
 			}
@@ -116,7 +116,7 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 	It("every controller's pod killed during a resize", func() {
 		uids := podUIDs(cluster)
 		underFault(cluster, "controllers-resize", func() {
-			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
+			updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
 			Eventually(func() bool { return claimsRequesting(cluster, "2Gi") > 0 }).
 				WithTimeout(2*time.Minute).WithPolling(200*time.Millisecond).Should(BeTrue(), "the first claim is being grown")
 			killControllers()
@@ -140,9 +140,9 @@ var _ = Describe("Faults under acknowledged writes", Label("chaos"), Ordered, Co
 			scaleTopology(0)
 			Expect(k8s.Delete(ctx, getCluster(cluster), client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 			Eventually(func() error {
-				return k8s.Get(ctx, client.ObjectKeyFromObject(cluster), &v1.ValkeyCluster{})
+				return k8s.Get(ctx, client.ObjectKeyFromObject(cluster), &valkeyv1.ValkeyCluster{})
 			}).WithTimeout(time.Minute).Should(MatchError(ContainSubstring("not found")), "the ValkeyCluster is gone")
-			cluster = &v1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns}, Spec: spec}
+			cluster = &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: cluster.Name, Namespace: ns}, Spec: spec}
 			Expect(k8s.Create(ctx, cluster)).To(Succeed())
 			scaleTopology(replicas)
 		})
@@ -162,7 +162,7 @@ var _ = ReportAfterSuite("chaos figures", func(r Report) {
 
 // underFault runs fault under an acknowledged writer (prefix name), waits until the cluster is
 // Ready again, reports acknowledged and lost keys and the time to Ready, and checks them.
-func underFault(c *v1.ValkeyCluster, name string, fault func()) {
+func underFault(c *valkeyv1.ValkeyCluster, name string, fault func()) {
 	w := startAckWriter(c, name)
 	Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 	since := time.Now()
@@ -187,7 +187,7 @@ func underFault(c *v1.ValkeyCluster, name string, fault func()) {
 
 // lostKeys reads every acknowledged key back: lost are missing or wrong, unreadable are those
 // whose read failed (all of them when the cluster cannot be reached).
-func lostKeys(c *v1.ValkeyCluster, prefix string, ids []int) (lost, unreadable int) {
+func lostKeys(c *valkeyv1.ValkeyCluster, prefix string, ids []int) (lost, unreadable int) {
 	var vc valkey.Client
 	if err := InterceptGomegaFailure(func() { vc = clusterClient(c) }); err != nil {
 		GinkgoWriter.Printf("cannot read the keys back: %v\n", err)
@@ -217,14 +217,14 @@ func lostKeys(c *v1.ValkeyCluster, prefix string, ids []int) (lost, unreadable i
 
 // startRoll changes a config key that needs a restart (a roll of every pod) and waits until
 // the first node is approved.
-func startRoll(c *v1.ValkeyCluster, value string) {
+func startRoll(c *valkeyv1.ValkeyCluster, value string) {
 	since := metav1.NewTime(time.Now().Truncate(time.Second))
-	updateCluster(c, func(c *v1.ValkeyCluster) {
+	updateCluster(c, func(c *valkeyv1.ValkeyCluster) {
 		c.Spec.Config = map[string]string{"hash-max-listpack-entries": value}
 	})
 	EventuallyWithOffset(1, func() bool {
 		for _, n := range clusterNodes(c) {
-			cond := status.Get(n.Status.Conditions, v1.ConditionRollApproved)
+			cond := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
 			if cond != nil && cond.Status == metav1.ConditionTrue && !cond.LastTransitionTime.Before(&since) {
 				return true
 			}
@@ -234,14 +234,14 @@ func startRoll(c *v1.ValkeyCluster, value string) {
 }
 
 // expectRolled checks that every node runs the template it should.
-func expectRolled(c *v1.ValkeyCluster) {
+func expectRolled(c *valkeyv1.ValkeyCluster) {
 	for _, n := range clusterNodes(c) {
 		ExpectWithOffset(1, n.Status.Workload.TemplateHash).To(Equal(n.Status.Workload.DesiredTemplateHash), "%s rolled", n.Name)
 	}
 }
 
 // claimsRequesting counts the cluster's claims that request size.
-func claimsRequesting(c *v1.ValkeyCluster, size string) int {
+func claimsRequesting(c *valkeyv1.ValkeyCluster, size string) int {
 	want := resource.MustParse(size)
 	return countClaims(c, func(pvc *corev1.PersistentVolumeClaim) bool {
 		req := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
@@ -250,11 +250,11 @@ func claimsRequesting(c *v1.ValkeyCluster, size string) int {
 }
 
 // countClaims counts the cluster's claims (those that exist) for which ok holds.
-func countClaims(c *v1.ValkeyCluster, ok func(*corev1.PersistentVolumeClaim) bool) int {
+func countClaims(c *valkeyv1.ValkeyCluster, ok func(*corev1.PersistentVolumeClaim) bool) int {
 	count := 0
 	for _, n := range clusterNodes(c) {
 		var pvc corev1.PersistentVolumeClaim
-		if k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ClaimName(n.Name)}, &pvc) == nil && ok(&pvc) {
+		if k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: valkeyv1.ClaimName(n.Name)}, &pvc) == nil && ok(&pvc) {
 			count++
 		}
 	}
@@ -263,15 +263,15 @@ func countClaims(c *v1.ValkeyCluster, ok func(*corev1.PersistentVolumeClaim) boo
 
 // expectGrown waits until every claim has size and reports VolumeSized, and each pod's
 // filesystem has grown.
-func expectGrown(c *v1.ValkeyCluster, size string) {
+func expectGrown(c *valkeyv1.ValkeyCluster, size string) {
 	want := resource.MustParse(size)
 	EventuallyWithOffset(1, func(g Gomega) {
 		for _, n := range clusterNodes(c) {
 			var pvc corev1.PersistentVolumeClaim
-			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ClaimName(n.Name)}, &pvc)).To(Succeed())
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: valkeyv1.ClaimName(n.Name)}, &pvc)).To(Succeed())
 			capacity := pvc.Status.Capacity[corev1.ResourceStorage]
 			g.Expect(capacity.Cmp(want)).To(BeNumerically(">=", 0), "capacity of %s", pvc.Name)
-			g.Expect(status.IsCurrentTrue(&n, n.Status.Conditions, v1.ConditionVolumeSized)).To(BeTrue(), "%s VolumeSized", n.Name)
+			g.Expect(status.IsCurrentTrue(&n, n.Status.Conditions, valkeyv1.ConditionVolumeSized)).To(BeTrue(), "%s VolumeSized", n.Name)
 			g.Expect(dfSize(c.Namespace, n.Status.Workload.PodName)).To(BeNumerically(">", want.Value()*9/10), "filesystem in %s", n.Status.Workload.PodName)
 		}
 	}).WithTimeout(4 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())

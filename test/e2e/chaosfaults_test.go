@@ -16,7 +16,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // The faults of the chaos suite. Each returns once the fault has happened and been noticed
@@ -28,7 +28,7 @@ var controllers = []string{"volume", "workload", "topology"}
 // until the kubelet has restarted the container. kit in the container signals it; when the
 // server is the container's PID 1 the kernel ignores a SIGKILL from inside the container, so
 // it is then sent from the node (the local cluster's containerd).
-func killServer(n v1.ValkeyNode) {
+func killServer(n valkeyv1.ValkeyNode) {
 	pod := getPod(n)
 	restarts, id := containerState(pod, "valkey")
 	out, err := kubectl("-n", n.Namespace, "exec", pod.Name, "-c", "valkey", "--", "kit", "kill", "KILL", "valkey-server")
@@ -50,7 +50,7 @@ func killServer(n v1.ValkeyNode) {
 
 // deletePod deletes the node's pod with kubectl (extra flags, e.g. a forced deletion) and
 // waits until its replacement is Ready and the node reports its IP.
-func deletePod(n v1.ValkeyNode, flags ...string) {
+func deletePod(n valkeyv1.ValkeyNode, flags ...string) {
 	pod := getPod(n)
 	out, err := kubectl(append([]string{"-n", n.Namespace, "delete", "pod", pod.Name, "--wait=false"}, flags...)...)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
@@ -60,9 +60,9 @@ func deletePod(n v1.ValkeyNode, flags ...string) {
 // deleteClaimAndPod deletes the node's claim by hand, then its pod, which holds the claim
 // until it goes (docs/contract.md, "Hand-deleted claim"), and waits until the node runs
 // again on a new claim.
-func deleteClaimAndPod(n v1.ValkeyNode) {
+func deleteClaimAndPod(n valkeyv1.ValkeyNode) {
 	var pvc corev1.PersistentVolumeClaim
-	key := client.ObjectKey{Namespace: n.Namespace, Name: v1.ClaimName(n.Name)}
+	key := client.ObjectKey{Namespace: n.Namespace, Name: valkeyv1.ClaimName(n.Name)}
 	ExpectWithOffset(1, k8s.Get(ctx, key, &pvc)).To(Succeed())
 	out, err := kubectl("-n", n.Namespace, "delete", "pvc", pvc.Name, "--wait=false")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
@@ -77,9 +77,9 @@ func deleteClaimAndPod(n v1.ValkeyNode) {
 
 // waitReplaced waits until the node's pod has another UID than old, is Ready, and the node
 // reports its IP.
-func waitReplaced(n v1.ValkeyNode, old types.UID) {
+func waitReplaced(n valkeyv1.ValkeyNode, old types.UID) {
 	EventuallyWithOffset(2, func(g Gomega) {
-		var cur v1.ValkeyNode
+		var cur valkeyv1.ValkeyNode
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&n), &cur)).To(Succeed())
 		g.Expect(cur.Status.Workload).NotTo(BeNil())
 		var p corev1.Pod
@@ -90,8 +90,8 @@ func waitReplaced(n v1.ValkeyNode, old types.UID) {
 	}).WithTimeout(3 * time.Minute).Should(Succeed())
 }
 
-func getPod(n v1.ValkeyNode) *corev1.Pod {
-	var cur v1.ValkeyNode
+func getPod(n valkeyv1.ValkeyNode) *corev1.Pod {
+	var cur valkeyv1.ValkeyNode
 	ExpectWithOffset(2, k8s.Get(ctx, client.ObjectKeyFromObject(&n), &cur)).To(Succeed())
 	ExpectWithOffset(2, cur.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
 	var p corev1.Pod
@@ -184,7 +184,7 @@ func localCluster(args ...string) (string, error) {
 }
 
 // clusterEvent reports whether the cluster has an event with reason since the given time.
-func clusterEvent(c *v1.ValkeyCluster, reason string, since time.Time) bool {
+func clusterEvent(c *valkeyv1.ValkeyCluster, reason string, since time.Time) bool {
 	var list eventsv1.EventList
 	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace))).To(Succeed())
 	for _, e := range list.Items {

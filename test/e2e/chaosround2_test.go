@@ -12,7 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // The chaos suite's second round: a 3 × 1 cluster with AOF (everysec: a killed server loses
@@ -21,12 +21,12 @@ import (
 // controller's partition count during a roll, and the loss of a Kubernetes node for good,
 // under the same acknowledged writer as the first round.
 var _ = Describe("Faults under acknowledged writes, second round", Label("chaos"), Ordered, ContinueOnFailure, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 
 	BeforeAll(func() {
 		ns := newNamespace("e2e-chaos2")
-		p := persistence("1Gi", expandableClass, v1.ReclaimRetain)
-		p.AOF = &v1.AOFSpec{Enabled: true}
+		p := persistence("1Gi", expandableClass, valkeyv1.ReclaimRetain)
+		p.AOF = &valkeyv1.AOFSpec{Enabled: true}
 		cluster = newCluster(ns, "chaos", 3, 1, p)
 		waitReady(cluster, 6*time.Minute)
 		expectClusterOK(cluster)
@@ -112,9 +112,9 @@ var _ = Describe("Faults under acknowledged writes, second round", Label("chaos"
 			out, err := localCluster("stop-node", fmt.Sprint(kubeNodeIndex(host)))
 			Expect(err).NotTo(HaveOccurred(), out)
 			expectPromotedPartner(cluster, primary)
-			Eventually(func() string { return conditionOf(cluster, v1.ConditionDegraded) }).
-				WithTimeout(3*time.Minute).WithPolling(time.Second).Should(HavePrefix("True "+v1.ReasonNodesLost), "Degraded while %s is lost", host)
-			GinkgoWriter.Printf("%s lost with %d nodes; Degraded: %s\n", host, len(lost), conditionOf(cluster, v1.ConditionDegraded))
+			Eventually(func() string { return conditionOf(cluster, valkeyv1.ConditionDegraded) }).
+				WithTimeout(3*time.Minute).WithPolling(time.Second).Should(HavePrefix("True "+valkeyv1.ReasonNodesLost), "Degraded while %s is lost", host)
+			GinkgoWriter.Printf("%s lost with %d nodes; Degraded: %s\n", host, len(lost), conditionOf(cluster, valkeyv1.ConditionDegraded))
 			By("the documented recovery: each lost node's claim deleted and its pod force-deleted")
 			for _, n := range lost {
 				recoverLostNode(n)
@@ -125,7 +125,7 @@ var _ = Describe("Faults under acknowledged writes, second round", Label("chaos"
 
 // killTogether kills the servers of nodes at once (SIGKILL, as killServer) and waits until
 // each container has restarted and is Ready.
-func killTogether(nodes ...v1.ValkeyNode) {
+func killTogether(nodes ...valkeyv1.ValkeyNode) {
 	var wg sync.WaitGroup
 	for _, n := range nodes {
 		wg.Add(1)
@@ -140,7 +140,7 @@ func killTogether(nodes ...v1.ValkeyNode) {
 
 // loadShard writes n keys of about 1 KiB into the primary's own slots (a single client: keys
 // of other slots are refused with MOVED and skipped), so that a full sync takes a while.
-func loadShard(primary v1.ValkeyNode, pw string, n int) {
+func loadShard(primary valkeyv1.ValkeyNode, pw string, n int) {
 	vc := nodeClient(primary, pw)
 	defer vc.Close()
 	value := strings.Repeat("v", 1024)
@@ -162,8 +162,8 @@ func loadShard(primary v1.ValkeyNode, pw string, n int) {
 // recoverLostNode follows docs/operations.md for a node whose Kubernetes node is gone for
 // good: delete its claim (bound to that node's local volume), force-delete its pod; a new
 // claim and pod are made elsewhere and it rejoins as a replica.
-func recoverLostNode(n v1.ValkeyNode) {
-	out, err := kubectl("-n", n.Namespace, "delete", "pvc", v1.ClaimName(n.Name), "--wait=false")
+func recoverLostNode(n valkeyv1.ValkeyNode) {
+	out, err := kubectl("-n", n.Namespace, "delete", "pvc", valkeyv1.ClaimName(n.Name), "--wait=false")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 	pod := getPod(n)
 	out, err = kubectl("-n", n.Namespace, "delete", "pod", pod.Name, "--grace-period=0", "--force", "--wait=false")
@@ -172,7 +172,7 @@ func recoverLostNode(n v1.ValkeyNode) {
 }
 
 // reportNode prints the node's conditions (what a user sees during a fault).
-func reportNode(c *v1.ValkeyCluster, name, when string) {
+func reportNode(c *valkeyv1.ValkeyCluster, name, when string) {
 	n := nodeByName(c, name)
 	for _, cond := range n.Status.Conditions {
 		GinkgoWriter.Printf("%s %s: %s=%s %s: %s\n", name, when, cond.Type, cond.Status, cond.Reason, cond.Message)

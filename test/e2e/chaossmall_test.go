@@ -6,7 +6,7 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // Small ephemeral clusters whose primary comes back empty: its server killed and its pod
@@ -30,7 +30,7 @@ var _ = Describe("Small ephemeral clusters under acknowledged writes", Label("ch
 				GinkgoWriter.Printf("kill valkey-server of %s: %v %s\n", primary.Name, err, out)
 				deletePod(primary, "--grace-period=0", "--force")
 			})
-			GinkgoWriter.Printf("the topology controller's takeover: %v\n", clusterEvent(cluster, v1.EventFailoverTakeover, since))
+			GinkgoWriter.Printf("the topology controller's takeover: %v\n", clusterEvent(cluster, valkeyv1.EventFailoverTakeover, since))
 		})
 	}
 })

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // Clients in pods reach a cluster through its client Service's DNS name, as the README
@@ -21,7 +21,7 @@ import (
 // writes keys over every shard (redirects included) and reads them back; with
 // spec.announce: hostname the nodes name themselves by their pods' DNS names.
 var _ = Describe("Clients through the Services", Label("clients"), Ordered, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 
 	BeforeAll(func() {
 		requireClusterDNS()
@@ -31,9 +31,9 @@ var _ = Describe("Clients through the Services", Label("clients"), Ordered, func
 
 	It("makes the client and headless Services", func() {
 		var svc corev1.Service
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: v1.ClientServiceName(cluster.Name)}, &svc)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: valkeyv1.ClientServiceName(cluster.Name)}, &svc)).To(Succeed())
 		Expect(svc.Spec.ClusterIP).NotTo(Or(BeEmpty(), Equal(corev1.ClusterIPNone)))
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: v1.HeadlessServiceName(cluster.Name)}, &svc)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: cluster.Namespace, Name: valkeyv1.HeadlessServiceName(cluster.Name)}, &svc)).To(Succeed())
 		Expect(svc.Spec.ClusterIP).To(Equal(corev1.ClusterIPNone))
 	})
 
@@ -47,7 +47,7 @@ var _ = Describe("Clients through the Services", Label("clients"), Ordered, func
 	})
 
 	It("with announce: hostname, names the nodes by their DNS names in CLUSTER SLOTS, and the client still works", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Announce = v1.AnnounceHostname })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Announce = valkeyv1.AnnounceHostname })
 		waitReady(cluster, 6*time.Minute)
 		nodes := clusterNodes(cluster)
 		want := make([]string, 0, len(nodes))
@@ -79,13 +79,13 @@ func requireClusterDNS() {
 }
 
 // podDNSName is a node's pod's DNS name under the cluster's headless Service.
-func podDNSName(n v1.ValkeyNode) string {
+func podDNSName(n valkeyv1.ValkeyNode) string {
 	return n.PodDNSName("cluster.local")
 }
 
 // slotEndpoints are the endpoints (the first field of each slot owner) that CLUSTER SLOTS
 // at node n names, one per owner.
-func slotEndpoints(n v1.ValkeyNode, pw string) []string {
+func slotEndpoints(n valkeyv1.ValkeyNode, pw string) []string {
 	vc := nodeClient(n, pw)
 	defer vc.Close()
 	ranges, err := vc.Do(ctx, vc.B().ClusterSlots().Build()).ToArray()
@@ -114,8 +114,8 @@ func slotEndpoints(n v1.ValkeyNode, pw string) []string {
 // runClusterClient runs `kit cluster-client` in a pod of the cluster's namespace against the
 // client Service's DNS name, with the cluster's password from its Secret, until it exits;
 // it fails the spec unless the pod succeeded, and returns what kit printed.
-func runClusterClient(c *v1.ValkeyCluster, name, prefix string) string {
-	seed := fmt.Sprintf("%s.%s.svc.cluster.local:6379", v1.ClientServiceName(c.Name), c.Namespace)
+func runClusterClient(c *valkeyv1.ValkeyCluster, name, prefix string) string {
+	seed := fmt.Sprintf("%s.%s.svc.cluster.local:6379", valkeyv1.ClientServiceName(c.Name), c.Namespace)
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: c.Namespace},
 		Spec: corev1.PodSpec{
@@ -129,7 +129,7 @@ func runClusterClient(c *v1.ValkeyCluster, name, prefix string) string {
 				Name: "client", Image: valkeyImage,
 				Command: []string{"kit", "cluster-client", "-keys", "500", "-prefix", prefix, "-timeout", "90s", seed},
 				Env: []corev1.EnvVar{{Name: "VALKEY_PASSWORD", ValueFrom: &corev1.EnvVarSource{SecretKeyRef: &corev1.SecretKeySelector{
-					LocalObjectReference: corev1.LocalObjectReference{Name: v1.PasswordSecretName(c.Name)}, Key: v1.DefaultPasswordKey,
+					LocalObjectReference: corev1.LocalObjectReference{Name: valkeyv1.PasswordSecretName(c.Name)}, Key: valkeyv1.DefaultPasswordKey,
 				}}}},
 				SecurityContext: &corev1.SecurityContext{
 					AllowPrivilegeEscalation: ptr.To(false),

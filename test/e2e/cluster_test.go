@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -23,12 +23,12 @@ import (
 var _ = Describe("A persistent cluster", Ordered, func() {
 	var (
 		ns      string
-		cluster *v1.ValkeyCluster
+		cluster *valkeyv1.ValkeyCluster
 	)
 
 	BeforeAll(func() {
 		ns = newNamespace("e2e")
-		cluster = newCluster(ns, "my-cluster", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimRetain))
+		cluster = newCluster(ns, "my-cluster", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimRetain))
 	})
 
 	It("becomes Ready with every claim Bound and mounted and every slot covered", func() {
@@ -37,13 +37,13 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		Expect(nodes).To(HaveLen(6))
 		for _, n := range nodes {
 			var pvc corev1.PersistentVolumeClaim
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(n.Name)}, &pvc)).To(Succeed())
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(n.Name)}, &pvc)).To(Succeed())
 			Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound), "claim of %s", n.Name)
 			Expect(pvc.OwnerReferences).To(BeEmpty(), "claims are never owned")
 			var pod corev1.Pod
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &pod)).To(Succeed())
-			Expect(mountsClaim(&pod, v1.ClaimName(n.Name))).To(BeTrue(), "%s mounts its claim at /data", pod.Name)
-			Expect(status.IsTrue(n.Status.Conditions, v1.ConditionVolumeReady)).To(BeTrue())
+			Expect(mountsClaim(&pod, valkeyv1.ClaimName(n.Name))).To(BeTrue(), "%s mounts its claim at /data", pod.Name)
+			Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionVolumeReady)).To(BeTrue())
 		}
 		expectClusterOK(cluster)
 		writeKeys(cluster, "base", 2000)
@@ -70,14 +70,14 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 
 	It("rolls every pod for a config change under writes: replicas first, primaries failed over first, nothing lost, no full sync", func() {
 		pw := password(cluster)
-		roles := map[string]v1.Role{}
+		roles := map[string]valkeyv1.Role{}
 		for _, n := range clusterNodes(cluster) {
 			roles[n.Name] = n.Status.Topology.Role
 		}
 		syncs := watchFullSyncs(cluster, pw)
 		rec := recordApprovals(cluster, pw)
 		w := startWriter(cluster, "roll")
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"}
 		})
 		Eventually(func() int { return rec.approvedNodes() }).WithTimeout(12 * time.Minute).WithPolling(2 * time.Second).Should(Equal(6))
@@ -99,14 +99,14 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 
 	It("grows every claim and the filesystem in each pod from 1Gi to 2Gi without a restart", func() {
 		uids := podUIDs(cluster)
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
 		Eventually(func(g Gomega) {
 			for _, n := range clusterNodes(cluster) {
 				var pvc corev1.PersistentVolumeClaim
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(n.Name)}, &pvc)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(n.Name)}, &pvc)).To(Succeed())
 				capacity := pvc.Status.Capacity[corev1.ResourceStorage]
 				g.Expect(capacity.Cmp(resource.MustParse("2Gi"))).To(BeNumerically(">=", 0), "capacity of %s", pvc.Name)
-				g.Expect(status.IsCurrentTrue(&n, n.Status.Conditions, v1.ConditionVolumeSized)).To(BeTrue(), "%s VolumeSized", n.Name)
+				g.Expect(status.IsCurrentTrue(&n, n.Status.Conditions, valkeyv1.ConditionVolumeSized)).To(BeTrue(), "%s VolumeSized", n.Name)
 				g.Expect(dfSize(ns, n.Status.Workload.PodName)).To(BeNumerically(">", int64(1900)<<20), "filesystem in %s", n.Status.Workload.PodName)
 			}
 		}).WithTimeout(4 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
@@ -116,9 +116,9 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 
 	It("scales in from 3 to 2 shards: slots drained first, nothing lost, retained claims released", func() {
 		writeKeys(cluster, "scale", 3000)
-		removed := []string{v1.NodeName("my-cluster", 2, 0), v1.NodeName("my-cluster", 2, 1)}
+		removed := []string{valkeyv1.NodeName("my-cluster", 2, 0), valkeyv1.NodeName("my-cluster", 2, 1)}
 		rec := watchDeletion(ns, removed)
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = 2 })
 		waitReady(cluster, 8*time.Minute)
 		Eventually(func() []string { return rec.gone() }).WithTimeout(3 * time.Minute).Should(ConsistOf(removed))
 		for _, v := range rec.stop() {
@@ -130,8 +130,8 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		expectKeys(cluster, "base", seq(2000))
 		for _, name := range removed {
 			var pvc corev1.PersistentVolumeClaim
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(name)}, &pvc)).To(Succeed(), "Retain keeps the claim of %s", name)
-			Expect(pvc.Annotations).To(HaveKey(v1.AnnotationClaimReleased))
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(name)}, &pvc)).To(Succeed(), "Retain keeps the claim of %s", name)
+			Expect(pvc.Annotations).To(HaveKey(valkeyv1.AnnotationClaimReleased))
 		}
 	})
 
@@ -139,17 +139,17 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 		ids := nodeIDs(cluster)
 		Expect(k8s.Delete(ctx, getCluster(cluster), client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
 		Eventually(func() int {
-			var list v1.ValkeyNodeList
+			var list valkeyv1.ValkeyNodeList
 			Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 			return len(list.Items)
 		}).WithTimeout(4 * time.Minute).Should(BeZero())
 		Eventually(func() int { return len(podUIDs(cluster)) }).WithTimeout(2 * time.Minute).Should(BeZero())
 		for name := range ids {
 			var pvc corev1.PersistentVolumeClaim
-			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(name)}, &pvc)).To(Succeed(), "claim of %s retained", name)
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(name)}, &pvc)).To(Succeed(), "claim of %s retained", name)
 		}
 
-		cluster = newCluster(ns, "my-cluster", 2, 1, persistence("2Gi", expandableClass, v1.ReclaimRetain))
+		cluster = newCluster(ns, "my-cluster", 2, 1, persistence("2Gi", expandableClass, valkeyv1.ReclaimRetain))
 		waitReady(cluster, 6*time.Minute)
 		expectClusterOK(cluster)
 		Expect(nodeIDs(cluster)).To(Equal(ids), "node IDs came back from the claims")
@@ -161,20 +161,20 @@ var _ = Describe("A persistent cluster", Ordered, func() {
 var _ = Describe("A cluster on a class that cannot expand", func() {
 	It("reports ExpansionNotSupported and keeps serving", func() {
 		ns := newNamespace("e2e-fixed")
-		cluster := newCluster(ns, "fixed", 1, 0, persistence("1Gi", fixedClass, v1.ReclaimDelete))
+		cluster := newCluster(ns, "fixed", 1, 0, persistence("1Gi", fixedClass, valkeyv1.ReclaimDelete))
 		waitReady(cluster, 4*time.Minute)
 		writeKeys(cluster, "fixed", 100)
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Persistence.Size = resource.MustParse("2Gi") })
 		Eventually(func(g Gomega) {
 			n := clusterNodes(cluster)[0]
-			cond := status.Get(n.Status.Conditions, v1.ConditionVolumeSized)
+			cond := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeSized)
 			g.Expect(cond).NotTo(BeNil())
 			g.Expect(cond.Status).To(Equal(metav1.ConditionFalse))
-			g.Expect(cond.Reason).To(Equal(v1.ReasonExpansionNotSupported))
-			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionVolumeReady)).To(BeTrue())
+			g.Expect(cond.Reason).To(Equal(valkeyv1.ReasonExpansionNotSupported))
+			g.Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionVolumeReady)).To(BeTrue())
 		}).WithTimeout(2 * time.Minute).Should(Succeed())
 		var pvc corev1.PersistentVolumeClaim
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(v1.NodeName("fixed", 0, 0))}, &pvc)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(valkeyv1.NodeName("fixed", 0, 0))}, &pvc)).To(Succeed())
 		req := pvc.Spec.Resources.Requests[corev1.ResourceStorage]
 		Expect(req.String()).To(Equal("1Gi"), "the claim is left alone")
 		expectClusterOK(cluster)
@@ -197,13 +197,13 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 		pw := password(cluster)
 		rec := recordApprovals(cluster, pw)
 		w := startWriter(cluster, "late-live")
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
-			c.Spec.Persistence = persistence("1Gi", expandableClass, v1.ReclaimDelete)
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
+			c.Spec.Persistence = persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete)
 		})
 		Eventually(func(g Gomega) {
 			for _, n := range clusterNodes(cluster) {
 				var pvc corev1.PersistentVolumeClaim
-				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.ClaimName(n.Name)}, &pvc)).To(Succeed())
+				g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(n.Name)}, &pvc)).To(Succeed())
 				g.Expect(pvc.Status.Phase).To(Equal(corev1.ClaimBound))
 			}
 		}).WithTimeout(10 * time.Minute).WithPolling(3 * time.Second).Should(Succeed())
@@ -214,7 +214,7 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 		GinkgoWriter.Printf("enable persistence: %d writes acknowledged; approvals: %v\n", len(acked), approvals)
 		Expect(rec.maxConcurrent()).To(Equal(1), "never two nodes of one cluster approved at once")
 		for _, a := range approvals {
-			Expect(a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
+			Expect(a.role).To(Equal(valkeyv1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
 		}
 		expectClusterOK(cluster)
 		expectKeys(cluster, "late", seq(2000))
@@ -222,7 +222,7 @@ var _ = Describe("Enabling persistence on a running cluster", func() {
 		for _, n := range clusterNodes(cluster) {
 			var pod corev1.Pod
 			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: n.Status.Workload.PodName}, &pod)).To(Succeed())
-			Expect(mountsClaim(&pod, v1.ClaimName(n.Name))).To(BeTrue())
+			Expect(mountsClaim(&pod, valkeyv1.ClaimName(n.Name))).To(BeTrue())
 		}
 
 		// From now on a restarted node keeps its ID.

@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 const (
@@ -53,7 +53,7 @@ var _ = BeforeSuite(func() {
 	restConfig = cfg
 	s := runtime.NewScheme()
 	Expect(clientgoscheme.AddToScheme(s)).To(Succeed())
-	Expect(v1.AddToScheme(s)).To(Succeed())
+	Expect(valkeyv1.AddToScheme(s)).To(Succeed())
 	k8s, err = client.New(cfg, client.Options{Scheme: s})
 	Expect(err).NotTo(HaveOccurred())
 })

@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -28,10 +28,10 @@ var _ = Describe("Edges", Label("edges"), func() {
 			c := buildCluster(ns, "acl", 1, 0, nil)
 			u := appUser("app-pw")
 			u.Rules = []string{"~app:*", rule}
-			c.Spec.Users = []v1.UserSpec{u}
+			c.Spec.Users = []valkeyv1.UserSpec{u}
 			Expect(k8s.Create(ctx, c)).To(MatchError(ContainSubstring("spec.users[0].rules[1]")), "rule %q", rule)
 		}
-		var list v1.ValkeyClusterList
+		var list valkeyv1.ValkeyClusterList
 		Expect(k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
 		Expect(list.Items).To(BeEmpty(), "nothing was admitted")
 	})
@@ -39,14 +39,14 @@ var _ = Describe("Edges", Label("edges"), func() {
 	It("leaves someone else's NetworkPolicy, PodDisruptionBudget and restored password Secret of the cluster's names unchanged, through a pod restart", func() {
 		ns := newNamespace("edges-foreign")
 		policy := &networkingv1.NetworkPolicy{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.NetworkPolicyName("web")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.NetworkPolicyName("web")},
 			Spec: networkingv1.NetworkPolicySpec{
 				PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
 				PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
 			},
 		}
 		budget := &policyv1.PodDisruptionBudget{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.DisruptionBudgetName("web", 0)},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.DisruptionBudgetName("web", 0)},
 			Spec: policyv1.PodDisruptionBudgetSpec{
 				MinAvailable: ptr.To(intstr.FromInt32(1)),
 				Selector:     &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}},
@@ -58,18 +58,18 @@ var _ = Describe("Edges", Label("edges"), func() {
 		// A password Secret of the cluster's generated name, restored from a backup before the
 		// cluster is applied (so made by someone else, not the operator): used once annotated.
 		restored := &corev1.Secret{
-			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: v1.PasswordSecretName("web"),
-				Annotations: map[string]string{v1.AnnotationAdopt: "true"}},
-			Data: map[string][]byte{v1.DefaultPasswordKey: []byte("restored-password")},
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: valkeyv1.PasswordSecretName("web"),
+				Annotations: map[string]string{valkeyv1.AnnotationAdopt: "true"}},
+			Data: map[string][]byte{valkeyv1.DefaultPasswordKey: []byte("restored-password")},
 		}
 		Expect(k8s.Create(ctx, restored)).To(Succeed())
-		c := buildCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
-		c.Spec.Users = []v1.UserSpec{{Name: "monitor", Rules: []string{"+info", "+config|get"},
-			PasswordSecrets: []v1.SecretKeyRef{{Name: "monitor-pw", Key: v1.DefaultPasswordKey}}}}
+		c := buildCluster(ns, "web", 1, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
+		c.Spec.Users = []valkeyv1.UserSpec{{Name: "monitor", Rules: []string{"+info", "+config|get"},
+			PasswordSecrets: []valkeyv1.SecretKeyRef{{Name: "monitor-pw", Key: valkeyv1.DefaultPasswordKey}}}}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
 		waitReady(c, 5*time.Minute)
 		Eventually(func() string {
-			cond := status.Get(getCluster(c).Status.Conditions, v1.ConditionProgressing)
+			cond := status.Get(getCluster(c).Status.Conditions, valkeyv1.ConditionProgressing)
 			if cond == nil {
 				return ""
 			}
@@ -84,21 +84,21 @@ var _ = Describe("Edges", Label("edges"), func() {
 
 		By("each replica follows its primary again, authenticated as the replication user; what CONFIG GET shows is not the operator's password")
 		var op corev1.Secret
-		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: v1.OperatorSecretName("web")}, &op)).To(Succeed())
+		Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: valkeyv1.OperatorSecretName("web")}, &op)).To(Succeed())
 		for _, n := range clusterNodes(c) {
 			mon, err := dialNodeAs(n.Status.Workload.PodIP, "monitor", "monitor-password")
 			Expect(err).NotTo(HaveOccurred())
 			shown, err := mon.Do(ctx, mon.B().ConfigGet().Parameter("masterauth").Build()).AsStrMap()
 			Expect(err).NotTo(HaveOccurred())
 			Expect(shown["masterauth"]).NotTo(BeEmpty())
-			Expect(shown["masterauth"]).NotTo(Equal(string(op.Data[v1.DefaultPasswordKey])))
+			Expect(shown["masterauth"]).NotTo(Equal(string(op.Data[valkeyv1.DefaultPasswordKey])))
 			info, err := mon.Do(ctx, mon.B().Info().Section("replication").Build()).ToString()
 			Expect(err).NotTo(HaveOccurred())
-			if n.Status.Topology != nil && n.Status.Topology.Role == v1.RoleReplica {
+			if n.Status.Topology != nil && n.Status.Topology.Role == valkeyv1.RoleReplica {
 				Expect(info).To(ContainSubstring("master_link_status:up"), n.Name)
 			}
 			mon.Close()
-			_, err = dialNodeAs(n.Status.Workload.PodIP, v1.OperatorUser, shown["masterauth"])
+			_, err = dialNodeAs(n.Status.Workload.PodIP, valkeyv1.OperatorUser, shown["masterauth"])
 			Expect(isAuthErr(err)).To(BeTrue(), "masterauth logs in as the operator on %s: %v", n.Name, err)
 		}
 

@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -33,19 +33,19 @@ func newNamespace(prefix string) string {
 	return ns.Name
 }
 
-func newCluster(ns, name string, shards, replicas int32, persistence *v1.PersistenceSpec) *v1.ValkeyCluster {
+func newCluster(ns, name string, shards, replicas int32, persistence *valkeyv1.PersistenceSpec) *valkeyv1.ValkeyCluster {
 	c := buildCluster(ns, name, shards, replicas, persistence)
 	Expect(k8s.Create(ctx, c)).To(Succeed())
 	return c
 }
 
 // buildCluster is the ValkeyCluster newCluster creates, for a spec to change before creation.
-func buildCluster(ns, name string, shards, replicas int32, persistence *v1.PersistenceSpec) *v1.ValkeyCluster {
-	return &v1.ValkeyCluster{
+func buildCluster(ns, name string, shards, replicas int32, persistence *valkeyv1.PersistenceSpec) *valkeyv1.ValkeyCluster {
+	return &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.ValkeyClusterSpec{
+		Spec: valkeyv1.ValkeyClusterSpec{
 			Shards: shards, Replicas: replicas,
-			ServerSpec: v1.ServerSpec{
+			ServerSpec: valkeyv1.ServerSpec{
 				Image: valkeyImage, Persistence: persistence,
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
@@ -55,18 +55,18 @@ func buildCluster(ns, name string, shards, replicas int32, persistence *v1.Persi
 	}
 }
 
-func persistence(size, class string, policy v1.ReclaimPolicy) *v1.PersistenceSpec {
-	return &v1.PersistenceSpec{Size: resource.MustParse(size), StorageClassName: ptr.To(class), ReclaimPolicy: policy}
+func persistence(size, class string, policy valkeyv1.ReclaimPolicy) *valkeyv1.PersistenceSpec {
+	return &valkeyv1.PersistenceSpec{Size: resource.MustParse(size), StorageClassName: ptr.To(class), ReclaimPolicy: policy}
 }
 
-func getCluster(c *v1.ValkeyCluster) *v1.ValkeyCluster {
-	out := &v1.ValkeyCluster{}
+func getCluster(c *valkeyv1.ValkeyCluster) *valkeyv1.ValkeyCluster {
+	out := &valkeyv1.ValkeyCluster{}
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKeyFromObject(c), out)).To(Succeed())
 	return out
 }
 
 // updateCluster re-reads the cluster, applies change and updates it, retrying on conflicts.
-func updateCluster(c *v1.ValkeyCluster, change func(*v1.ValkeyCluster)) {
+func updateCluster(c *valkeyv1.ValkeyCluster, change func(*valkeyv1.ValkeyCluster)) {
 	EventuallyWithOffset(1, func() error {
 		cur := getCluster(c)
 		change(cur)
@@ -75,33 +75,33 @@ func updateCluster(c *v1.ValkeyCluster, change func(*v1.ValkeyCluster)) {
 }
 
 // waitReady waits until the cluster reports Ready for its current generation.
-func waitReady(c *v1.ValkeyCluster, timeout time.Duration) {
+func waitReady(c *valkeyv1.ValkeyCluster, timeout time.Duration) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		cur := getCluster(c)
 		g.Expect(cur.Status.ObservedGeneration).To(Equal(cur.Generation), "status describes the current generation")
-		cond := status.Get(cur.Status.Conditions, v1.ConditionReady)
+		cond := status.Get(cur.Status.Conditions, valkeyv1.ConditionReady)
 		g.Expect(cond).NotTo(BeNil(), "Ready condition")
 		g.Expect(cond.Status).To(Equal(metav1.ConditionTrue), "Ready: %s %s", cond.Reason, cond.Message)
 		nodes := clusterNodes(c)
 		g.Expect(nodes).To(HaveLen(int(cur.Spec.Shards * (1 + cur.Spec.Replicas))))
 		for _, n := range nodes {
-			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionWorkloadReady)).To(BeTrue(), "%s WorkloadReady", n.Name)
-			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionClusterJoined)).To(BeTrue(), "%s ClusterJoined", n.Name)
-			g.Expect(status.IsTrue(n.Status.Conditions, v1.ConditionRollPending)).To(BeFalse(), "%s RollPending", n.Name)
+			g.Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady)).To(BeTrue(), "%s WorkloadReady", n.Name)
+			g.Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionClusterJoined)).To(BeTrue(), "%s ClusterJoined", n.Name)
+			g.Expect(status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending)).To(BeFalse(), "%s RollPending", n.Name)
 		}
 	}).WithTimeout(timeout).WithPolling(2 * time.Second).Should(Succeed())
 }
 
 // clusterNodes lists the cluster's ValkeyNodes.
-func clusterNodes(c *v1.ValkeyCluster) []v1.ValkeyNode {
-	var list v1.ValkeyNodeList
-	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+func clusterNodes(c *valkeyv1.ValkeyCluster) []valkeyv1.ValkeyNode {
+	var list valkeyv1.ValkeyNodeList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name})).To(Succeed())
 	return list.Items
 }
 
-func password(c *v1.ValkeyCluster) string {
+func password(c *valkeyv1.ValkeyCluster) string {
 	cur := getCluster(c)
-	name, key := v1.PasswordSecretName(c.Name), v1.DefaultPasswordKey
+	name, key := valkeyv1.PasswordSecretName(c.Name), valkeyv1.DefaultPasswordKey
 	if cur.Spec.PasswordSecret != nil {
 		name, key = cur.Spec.PasswordSecret.Name, cur.Spec.PasswordSecret.Key
 	}
@@ -119,7 +119,7 @@ func dialNode(podIP, pw string) (valkey.Client, error) {
 }
 
 // nodeClient connects to one Valkey server at its pod IP.
-func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
+func nodeClient(n valkeyv1.ValkeyNode, pw string) valkey.Client {
 	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
 	vc, err := dialNode(n.Status.Workload.PodIP, pw)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "connect to %s at %s", n.Name, n.Status.Workload.PodIP)
@@ -127,7 +127,7 @@ func nodeClient(n v1.ValkeyNode, pw string) valkey.Client {
 }
 
 // clusterClient is a cluster-aware client seeded with every node's pod IP.
-func clusterClient(c *v1.ValkeyCluster) valkey.Client {
+func clusterClient(c *valkeyv1.ValkeyCluster) valkey.Client {
 	vc, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress: podAddrs(c), Password: password(c), DisableCache: true,
 		ConnWriteTimeout: 5 * time.Second, TLSConfig: clientTLS(c),
@@ -137,7 +137,7 @@ func clusterClient(c *v1.ValkeyCluster) valkey.Client {
 }
 
 // podAddrs are the Valkey addresses of the cluster's pods that have an IP.
-func podAddrs(c *v1.ValkeyCluster) []string {
+func podAddrs(c *valkeyv1.ValkeyCluster) []string {
 	var addrs []string
 	for _, n := range clusterNodes(c) {
 		if n.Status.Workload != nil && n.Status.Workload.PodIP != "" {
@@ -148,7 +148,7 @@ func podAddrs(c *v1.ValkeyCluster) []string {
 }
 
 // info runs INFO <section> on a node and returns its fields.
-func info(n v1.ValkeyNode, pw, section string) map[string]string {
+func info(n valkeyv1.ValkeyNode, pw, section string) map[string]string {
 	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
 	m, err := infoAt(ctx, n.Status.Workload.PodIP, pw, section, 5*time.Second)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "INFO %s on %s", section, n.Name)
@@ -190,7 +190,7 @@ func intField(m map[string]string, k string) int64 {
 	return v
 }
 
-func myID(n v1.ValkeyNode, pw string) string {
+func myID(n valkeyv1.ValkeyNode, pw string) string {
 	vc := nodeClient(n, pw)
 	defer vc.Close()
 	id, err := vc.Do(ctx, vc.B().ClusterMyid().Build()).ToString()
@@ -199,7 +199,7 @@ func myID(n v1.ValkeyNode, pw string) string {
 }
 
 // expectClusterOK checks cluster_state:ok and 16384 slots on every node.
-func expectClusterOK(c *v1.ValkeyCluster) {
+func expectClusterOK(c *valkeyv1.ValkeyCluster) {
 	pw := password(c)
 	EventuallyWithOffset(1, func(g Gomega) {
 		for _, n := range clusterNodes(c) {
@@ -211,7 +211,7 @@ func expectClusterOK(c *v1.ValkeyCluster) {
 	}).WithTimeout(2 * time.Minute).Should(Succeed())
 }
 
-func info2(g Gomega, n v1.ValkeyNode, pw string) map[string]string {
+func info2(g Gomega, n valkeyv1.ValkeyNode, pw string) map[string]string {
 	vc, err := dialNode(n.Status.Workload.PodIP, pw)
 	g.Expect(err).NotTo(HaveOccurred())
 	defer vc.Close()
@@ -230,7 +230,7 @@ type writer struct {
 	done   chan struct{}
 }
 
-func startWriter(c *v1.ValkeyCluster, prefix string) *writer {
+func startWriter(c *valkeyv1.ValkeyCluster, prefix string) *writer {
 	vc := clusterClient(c)
 	wctx, cancel := context.WithCancel(ctx)
 	w := &writer{cancel: cancel, done: make(chan struct{})}
@@ -266,7 +266,7 @@ func (w *writer) stop() (acked []int, failed int) {
 }
 
 // writeKeys writes n keys and fails on any error.
-func writeKeys(c *v1.ValkeyCluster, prefix string, n int) {
+func writeKeys(c *valkeyv1.ValkeyCluster, prefix string, n int) {
 	vc := clusterClient(c)
 	defer vc.Close()
 	for i := 0; i < n; i++ {
@@ -275,7 +275,7 @@ func writeKeys(c *v1.ValkeyCluster, prefix string, n int) {
 }
 
 // expectKeys reads every given key back (pipelined) and counts the lost ones.
-func expectKeys(c *v1.ValkeyCluster, prefix string, ids []int) {
+func expectKeys(c *valkeyv1.ValkeyCluster, prefix string, ids []int) {
 	vc := clusterClient(c)
 	defer vc.Close()
 	lost := 0
@@ -303,7 +303,7 @@ func seq(n int) []int {
 	return out
 }
 
-func podUIDs(c *v1.ValkeyCluster) map[string]string {
+func podUIDs(c *valkeyv1.ValkeyCluster) map[string]string {
 	out := map[string]string{}
 	for _, p := range clusterPods(c) {
 		out[p.Name] = string(p.UID)
@@ -312,16 +312,16 @@ func podUIDs(c *v1.ValkeyCluster) map[string]string {
 }
 
 // clusterPods lists the cluster's pods.
-func clusterPods(c *v1.ValkeyCluster) []corev1.Pod {
+func clusterPods(c *valkeyv1.ValkeyCluster) []corev1.Pod {
 	var pods corev1.PodList
-	ExpectWithOffset(2, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	ExpectWithOffset(2, k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name})).To(Succeed())
 	return pods.Items
 }
 
 // replacePod deletes the node's pod and waits until it has been replaced by a Ready pod of
 // the same name (another UID) and the node's status gives that pod's IP, so that what
 // follows talks to the new server.
-func replacePod(n v1.ValkeyNode, timeout time.Duration) {
+func replacePod(n valkeyv1.ValkeyNode, timeout time.Duration) {
 	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
 	key := client.ObjectKey{Namespace: n.Namespace, Name: n.Status.Workload.PodName}
 	var old corev1.Pod
@@ -332,14 +332,14 @@ func replacePod(n v1.ValkeyNode, timeout time.Duration) {
 		g.Expect(k8s.Get(ctx, key, &p)).To(Succeed())
 		g.Expect(p.UID).NotTo(Equal(old.UID), "%s replaced", key.Name)
 		g.Expect(isReady(&p)).To(BeTrue(), "%s Ready", key.Name)
-		var cur v1.ValkeyNode
+		var cur valkeyv1.ValkeyNode
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(&n), &cur)).To(Succeed())
 		g.Expect(cur.Status.Workload).NotTo(BeNil())
 		g.Expect(cur.Status.Workload.PodIP).To(Equal(p.Status.PodIP), "%s reports the new pod's IP", n.Name)
 	}).WithTimeout(timeout).Should(Succeed())
 }
 
-func nodeIDs(c *v1.ValkeyCluster) map[string]string {
+func nodeIDs(c *valkeyv1.ValkeyCluster) map[string]string {
 	pw := password(c)
 	out := map[string]string{}
 	for _, n := range clusterNodes(c) {

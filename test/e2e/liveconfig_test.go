@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -24,7 +24,7 @@ const valkey81Image = "valkey.local/valkey:8.1"
 // refused value changes nothing and says so; a paused cluster is left alone until the pause
 // is lifted; then Valkey is upgraded to 9.1 under the writer, one node at a time.
 var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 
 	BeforeAll(func() {
 		if runtime.GOARCH != "amd64" {
@@ -41,7 +41,7 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 		uids, restarts := podUIDs(cluster), valkeyRestarts(cluster)
 		w := startAckWriter(cluster, "live")
 		start := time.Now()
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"maxmemory": "200mb", "maxmemory-policy": "allkeys-lru"}
 		})
 		Eventually(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(time.Minute).WithPolling(200 * time.Millisecond).
@@ -64,11 +64,11 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 	})
 
 	It("refuses a bad value whole and leaves the servers and their ConfigMaps as they were", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"maxmemory": "300mb", "maxmemory-policy": "no-such-policy"}
 		})
 		Eventually(func() string {
-			c := status.Get(getCluster(cluster).Status.Conditions, v1.ConditionConfigApplied)
+			c := status.Get(getCluster(cluster).Status.Conditions, valkeyv1.ConditionConfigApplied)
 			if c == nil {
 				return ""
 			}
@@ -81,32 +81,32 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 	})
 
 	It("changes nothing while the cluster is paused, and catches up once the pause is lifted", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			if c.Annotations == nil {
 				c.Annotations = map[string]string{}
 			}
-			c.Annotations[v1.AnnotationPaused] = "e2e maintenance"
+			c.Annotations[valkeyv1.AnnotationPaused] = "e2e maintenance"
 		})
-		Eventually(func() []string { return nodesCondition(cluster, v1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach("True/ClusterPaused"))
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		Eventually(func() []string { return nodesCondition(cluster, valkeyv1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach("True/ClusterPaused"))
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"maxmemory": "100mb", "maxmemory-policy": "allkeys-lru"}
 		})
 		Consistently(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(5 * time.Second).Should(HaveEach("209715200"))
 		for _, n := range clusterNodes(cluster) {
 			Expect(n.Spec.Config).To(HaveKeyWithValue("maxmemory", "300mb"), "%s's spec is not updated while paused", n.Name)
 		}
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { delete(c.Annotations, v1.AnnotationPaused) })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { delete(c.Annotations, valkeyv1.AnnotationPaused) })
 		Eventually(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(time.Minute).Should(HaveEach("104857600"))
-		Eventually(func() []string { return nodesCondition(cluster, v1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach(""))
+		Eventually(func() []string { return nodesCondition(cluster, valkeyv1.ConditionPaused) }).WithTimeout(time.Minute).Should(HaveEach(""))
 		Eventually(func() []string { return clusterEventReasons(cluster) }).WithTimeout(30 * time.Second).Should(ContainElement("Normal/Resumed"))
 		waitReady(cluster, 2*time.Minute)
 	})
 
 	It("upgrades Valkey 8.1 → 9.1 under writes: replicas first, each primary after a failover, nothing lost", func() {
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Config = nil })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Config = nil })
 		Eventually(func() map[string]string { return serverConfig(cluster, "maxmemory") }).WithTimeout(time.Minute).Should(HaveEach("0"))
 		pw := password(cluster)
-		roles := map[string]v1.Role{}
+		roles := map[string]valkeyv1.Role{}
 		for _, n := range clusterNodes(cluster) {
 			roles[n.Name] = n.Status.Topology.Role
 			Expect(n.Status.Topology.ServerVersion).To(Equal("8.1.8"), n.Name)
@@ -114,7 +114,7 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 		rec := recordApprovals(cluster, pw)
 		w := startAckWriter(cluster, "upgrade")
 		start := time.Now()
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Image = valkeyImage })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Image = valkeyImage })
 		Eventually(func() string { return getCluster(cluster).Status.ServerVersions }).WithTimeout(12 * time.Minute).WithPolling(2 * time.Second).
 			Should(Equal("9.1.2"))
 		waitReady(cluster, 5*time.Minute)
@@ -135,7 +135,7 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 })
 
 // nodesCondition is each node's condition of type t as "Status/Reason" ("" when absent).
-func nodesCondition(c *v1.ValkeyCluster, t string) []string {
+func nodesCondition(c *valkeyv1.ValkeyCluster, t string) []string {
 	var out []string
 	for _, n := range clusterNodes(c) {
 		cond := status.Get(n.Status.Conditions, t)
@@ -149,7 +149,7 @@ func nodesCondition(c *v1.ValkeyCluster, t string) []string {
 }
 
 // serverConfig is a setting as each server of the cluster reports it, by node.
-func serverConfig(c *v1.ValkeyCluster, key string) map[string]string {
+func serverConfig(c *valkeyv1.ValkeyCluster, key string) map[string]string {
 	pw := password(c)
 	out := map[string]string{}
 	for _, n := range clusterNodes(c) {
@@ -166,10 +166,10 @@ func serverConfig(c *v1.ValkeyCluster, key string) map[string]string {
 }
 
 // nodesConfigApplied is each node's ConfigApplied as "Status/Reason" at its generation.
-func nodesConfigApplied(c *v1.ValkeyCluster) []string {
+func nodesConfigApplied(c *valkeyv1.ValkeyCluster) []string {
 	var out []string
 	for _, n := range clusterNodes(c) {
-		cond := status.Get(n.Status.Conditions, v1.ConditionConfigApplied)
+		cond := status.Get(n.Status.Conditions, valkeyv1.ConditionConfigApplied)
 		if cond == nil || cond.ObservedGeneration != n.Generation {
 			out = append(out, n.Name+": none at its generation")
 			continue
@@ -180,11 +180,11 @@ func nodesConfigApplied(c *v1.ValkeyCluster) []string {
 }
 
 // configMapsWith names the cluster's node ConfigMaps whose valkey.conf holds line.
-func configMapsWith(c *v1.ValkeyCluster, line string) []string {
+func configMapsWith(c *valkeyv1.ValkeyCluster, line string) []string {
 	var out []string
 	for _, n := range clusterNodes(c) {
 		var cm corev1.ConfigMap
-		if err := k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.ConfigMapName(n.Name)}, &cm); err != nil {
+		if err := k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: valkeyv1.ConfigMapName(n.Name)}, &cm); err != nil {
 			continue
 		}
 		if strings.Contains(cm.Data["valkey.conf"], line) {
@@ -195,10 +195,10 @@ func configMapsWith(c *v1.ValkeyCluster, line string) []string {
 }
 
 // rollsPending names the nodes with RollPending=True.
-func rollsPending(c *v1.ValkeyCluster) []string {
+func rollsPending(c *valkeyv1.ValkeyCluster) []string {
 	var out []string
 	for _, n := range clusterNodes(c) {
-		if status.IsTrue(n.Status.Conditions, v1.ConditionRollPending) {
+		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) {
 			out = append(out, n.Name)
 		}
 	}
@@ -206,7 +206,7 @@ func rollsPending(c *v1.ValkeyCluster) []string {
 }
 
 // valkeyRestarts is the valkey container's restart count of each pod of the cluster.
-func valkeyRestarts(c *v1.ValkeyCluster) map[string]int32 {
+func valkeyRestarts(c *valkeyv1.ValkeyCluster) map[string]int32 {
 	out := map[string]int32{}
 	for _, n := range clusterNodes(c) {
 		out[n.Name], _ = containerState(getPod(n), "valkey")

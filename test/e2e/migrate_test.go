@@ -19,7 +19,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // Scale-out 3 → 4 shards and back to 3 under a writer whose keys count only once a replica
@@ -28,7 +28,7 @@ import (
 // TRYAGAIN on the atomic path.
 var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered, func() {
 	var (
-		cluster *v1.ValkeyCluster
+		cluster *valkeyv1.ValkeyCluster
 		atomic  bool
 	)
 
@@ -47,7 +47,7 @@ var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered,
 			w := startAckWriter(cluster, "scale-"+step.name)
 			Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 			since := time.Now()
-			updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = step.to })
+			updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = step.to })
 			waitReady(cluster, 8*time.Minute)
 			ready := time.Since(since)
 			acked, errs := w.stop()
@@ -73,13 +73,13 @@ var _ = Describe("Scaling shards out and in under acknowledged writes", Ordered,
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
 		since := time.Now()
 		replacePod(primary, 3*time.Minute)
-		Eventually(func() v1.Role {
+		Eventually(func() valkeyv1.Role {
 			n := nodeByName(cluster, replica.Name)
 			if n.Status.Topology == nil {
 				return ""
 			}
 			return n.Status.Topology.Role
-		}).WithTimeout(time.Minute).Should(Equal(v1.RolePrimary), "%s took over from %s", replica.Name, primary.Name)
+		}).WithTimeout(time.Minute).Should(Equal(valkeyv1.RolePrimary), "%s took over from %s", replica.Name, primary.Name)
 		waitReady(cluster, 4*time.Minute)
 		acked, errs := w.stop()
 		GinkgoWriter.Printf("primary %s deleted: Ready again after %s; %d writes acknowledged by a replica, refused: %v\n",
@@ -106,7 +106,7 @@ func topologyArgs() string {
 // migrationTime is the time from the first Migrating event to the Migrated event of the
 // cluster after since. Events are written asynchronously, after the status that says Ready:
 // they are waited for.
-func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
+func migrationTime(c *valkeyv1.ValkeyCluster, since time.Time) time.Duration {
 	var took time.Duration
 	EventuallyWithOffset(1, func(g Gomega) {
 		var list eventsv1.EventList
@@ -118,11 +118,11 @@ func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
 				continue
 			}
 			switch e.Reason {
-			case v1.EventMigrating:
+			case valkeyv1.EventMigrating:
 				if start.IsZero() || at.Before(start) {
 					start = at
 				}
-			case v1.EventMigrated:
+			case valkeyv1.EventMigrated:
 				if at.After(end) {
 					end = at
 				}
@@ -136,10 +136,10 @@ func migrationTime(c *v1.ValkeyCluster, since time.Time) time.Duration {
 
 // expectClusterCheck runs valkey-cli --cluster check in a pod of the cluster and expects it
 // clean: every slot covered, no open slot, every node agreeing.
-func expectClusterCheck(c *v1.ValkeyCluster) {
+func expectClusterCheck(c *valkeyv1.ValkeyCluster) {
 	n := clusterNodes(c)[0]
 	out, err := kubectl("-n", c.Namespace, "exec", n.Status.Workload.PodName, "-c", "valkey", "--",
-		"valkey-cli", "--user", v1.OperatorUser, "--cluster", "check", "127.0.0.1:6379")
+		"valkey-cli", "--user", valkeyv1.OperatorUser, "--cluster", "check", "127.0.0.1:6379")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 	ExpectWithOffset(1, out).To(ContainSubstring("[OK] All 16384 slots covered."), out)
 	ExpectWithOffset(1, out).NotTo(ContainSubstring("[WARNING]"), out)
@@ -166,13 +166,13 @@ type ackWriter struct {
 
 var errNotReplicated = errors.New("NOTREPLICATED WAIT 1 returned 0")
 
-func startAckWriter(c *v1.ValkeyCluster, prefix string) *ackWriter {
+func startAckWriter(c *valkeyv1.ValkeyCluster, prefix string) *ackWriter {
 	return startAckWriterSized(c, prefix, 0, 0)
 }
 
 // startAckWriterSized is startAckWriter with values of about size bytes: "<i>:" and random
 // bytes (incompressible, so the servers' saves are as large as the data).
-func startAckWriterSized(c *v1.ValkeyCluster, prefix string, size int, every time.Duration) *ackWriter {
+func startAckWriterSized(c *valkeyv1.ValkeyCluster, prefix string, size int, every time.Duration) *ackWriter {
 	vc := ackClient(c)
 	wctx, cancel := context.WithCancel(ctx)
 	w := &ackWriter{errs: map[string]int{}, cancel: cancel, done: make(chan struct{}), padSize: size, every: every}
@@ -284,7 +284,7 @@ func (w *ackWriter) stop() ([]int, map[string]int) {
 
 // ackClient is a cluster client that does not retry by itself: a refused write comes back
 // to the writer, which counts it and tries again on a fresh connection to the slot's owner.
-func ackClient(c *v1.ValkeyCluster) valkey.Client {
+func ackClient(c *valkeyv1.ValkeyCluster) valkey.Client {
 	vc, err := valkey.NewClient(valkey.ClientOption{
 		InitAddress: podAddrs(c), Password: password(c), DisableCache: true, DisableRetry: true,
 		ConnWriteTimeout: 5 * time.Second, TLSConfig: clientTLS(c),

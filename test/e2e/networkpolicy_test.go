@@ -13,7 +13,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // The cluster's NetworkPolicy on a cluster that enforces policies (the local cluster runs
@@ -21,7 +21,7 @@ import (
 // cluster's own pods, the client port 6379 from anywhere.
 var _ = Describe("The NetworkPolicy of a cluster", Label("networkpolicy"), Ordered, func() {
 	var (
-		cluster  *v1.ValkeyCluster
+		cluster  *valkeyv1.ValkeyCluster
 		outsider *corev1.Pod
 	)
 

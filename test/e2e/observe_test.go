@@ -19,7 +19,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -48,17 +48,17 @@ func isReady(p *corev1.Pod) bool {
 	return false
 }
 
-func nodeByName(c *v1.ValkeyCluster, name string) v1.ValkeyNode {
-	var n v1.ValkeyNode
+func nodeByName(c *valkeyv1.ValkeyCluster, name string) valkeyv1.ValkeyNode {
+	var n valkeyv1.ValkeyNode
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: name}, &n)).To(Succeed())
 	return n
 }
 
 // replicaAndPrimary returns a replica and the primary it follows.
-func replicaAndPrimary(c *v1.ValkeyCluster) (replica, primary v1.ValkeyNode) {
+func replicaAndPrimary(c *valkeyv1.ValkeyCluster) (replica, primary valkeyv1.ValkeyNode) {
 	nodes := clusterNodes(c)
 	for _, r := range nodes {
-		if r.Status.Topology == nil || r.Status.Topology.Role != v1.RoleReplica {
+		if r.Status.Topology == nil || r.Status.Topology.Role != valkeyv1.RoleReplica {
 			continue
 		}
 		for _, p := range nodes {
@@ -90,13 +90,13 @@ func dfSize(ns, pod string) int64 {
 // expectReplicasFirst checks a roll's approvals: each node was a replica in Valkey when
 // approved, the replicas (by roles, as before the roll) came first, and each primary was
 // failed over before its restart.
-func expectReplicasFirst(approvals []approval, roles map[string]v1.Role) {
+func expectReplicasFirst(approvals []approval, roles map[string]valkeyv1.Role) {
 	seenPrimary := false
 	for _, a := range approvals {
-		ExpectWithOffset(1, a.role).To(Equal(v1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
-		if roles[a.node] == v1.RolePrimary {
+		ExpectWithOffset(1, a.role).To(Equal(valkeyv1.RoleReplica), "%s was a replica in Valkey when approved (%s)", a.node, a.reason)
+		if roles[a.node] == valkeyv1.RolePrimary {
 			seenPrimary = true
-			ExpectWithOffset(1, a.reason).To(Equal(v1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
+			ExpectWithOffset(1, a.reason).To(Equal(valkeyv1.ReasonFailedOver), "primary %s failed over before its restart", a.node)
 		} else {
 			ExpectWithOffset(1, seenPrimary).To(BeFalse(), "replica %s rolled after a primary", a.node)
 		}
@@ -105,7 +105,7 @@ func expectReplicasFirst(approvals []approval, roles map[string]v1.Role) {
 
 type approval struct {
 	node, reason string
-	role         v1.Role
+	role         valkeyv1.Role
 }
 
 // approvals records every RollApproved=True transition of a cluster's nodes, with the role
@@ -122,18 +122,18 @@ type approvals struct {
 	done    chan struct{}
 }
 
-func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
-	opts := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}}
+func recordApprovals(c *valkeyv1.ValkeyCluster, pw string) *approvals {
+	opts := []client.ListOption{client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name}}
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	var initial v1.ValkeyNodeList
+	var initial valkeyv1.ValkeyNodeList
 	ExpectWithOffset(1, wc.List(ctx, &initial, opts...)).To(Succeed())
 	a := &approvals{seen: map[string]bool{}, done: make(chan struct{})}
 	var wctx context.Context
 	wctx, a.cancel = context.WithCancel(ctx)
-	nodes := map[string]v1.ValkeyNode{}
+	nodes := map[string]valkeyv1.ValkeyNode{}
 	// update applies one node's new state (nil: deleted) and records what it changed.
-	update := func(name string, n *v1.ValkeyNode) {
+	update := func(name string, n *valkeyv1.ValkeyNode) {
 		prev, had := nodes[name]
 		if n == nil {
 			delete(nodes, name)
@@ -141,10 +141,10 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 			nodes[name] = *n
 		}
 		conc := 0
-		peers := make([]v1.ValkeyNode, 0, len(nodes))
+		peers := make([]valkeyv1.ValkeyNode, 0, len(nodes))
 		for _, m := range nodes {
 			peers = append(peers, m)
-			if status.IsTrue(m.Status.Conditions, v1.ConditionRollApproved) {
+			if status.IsTrue(m.Status.Conditions, valkeyv1.ConditionRollApproved) {
 				conc++
 			}
 		}
@@ -171,14 +171,14 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 	watchFrom := func(rv string) (watch.Interface, error) {
 		return watchtools.NewRetryWatcherWithContext(wctx, rv, &cache.ListWatch{
 			WatchFuncWithContext: func(watchCtx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-				return wc.Watch(watchCtx, &v1.ValkeyNodeList{}, append(opts, &client.ListOptions{Raw: &o})...)
+				return wc.Watch(watchCtx, &valkeyv1.ValkeyNodeList{}, append(opts, &client.ListOptions{Raw: &o})...)
 			},
 		})
 	}
 	w, err := watchFrom(initial.ResourceVersion)
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	relist := func() (watch.Interface, error) {
-		var again v1.ValkeyNodeList
+		var again valkeyv1.ValkeyNodeList
 		if err := wc.List(wctx, &again, opts...); err != nil {
 			return nil, err
 		}
@@ -202,7 +202,7 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 			}
 			switch ev.Type {
 			case watch.Added, watch.Modified, watch.Deleted:
-				n, ok := ev.Object.(*v1.ValkeyNode)
+				n, ok := ev.Object.(*valkeyv1.ValkeyNode)
 				if !ok {
 					continue
 				}
@@ -236,16 +236,16 @@ func recordApprovals(c *v1.ValkeyCluster, pw string) *approvals {
 
 // newApproval returns the node's RollApproved condition when this change made it True: it was
 // not True before (or the node was not known), or it became True again since.
-func newApproval(prev v1.ValkeyNode, had bool, n *v1.ValkeyNode) *metav1.Condition {
+func newApproval(prev valkeyv1.ValkeyNode, had bool, n *valkeyv1.ValkeyNode) *metav1.Condition {
 	if n == nil {
 		return nil
 	}
-	cond := status.Get(n.Status.Conditions, v1.ConditionRollApproved)
+	cond := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
 	if cond == nil || cond.Status != metav1.ConditionTrue {
 		return nil
 	}
 	if had {
-		last := status.Get(prev.Status.Conditions, v1.ConditionRollApproved)
+		last := status.Get(prev.Status.Conditions, valkeyv1.ConditionRollApproved)
 		if last != nil && last.Status == metav1.ConditionTrue && last.LastTransitionTime.Equal(&cond.LastTransitionTime) {
 			return nil
 		}
@@ -258,7 +258,7 @@ func newApproval(prev v1.ValkeyNode, had bool, n *v1.ValkeyNode) *metav1.Conditi
 // (a failover completes on the promoted side before the old primary is approved, while the
 // old primary may already be restarting and other members learn of it only by gossip).
 // It is empty when no partner answers.
-func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, pw string) v1.Role {
+func roleInValkey(ctx context.Context, n valkeyv1.ValkeyNode, peers []valkeyv1.ValkeyNode, pw string) valkeyv1.Role {
 	answered := false
 	for _, p := range peers {
 		if p.Name == n.Name || p.Spec.Shard != n.Spec.Shard || p.Status.Workload == nil || p.Status.Workload.PodIP == "" {
@@ -270,11 +270,11 @@ func roleInValkey(ctx context.Context, n v1.ValkeyNode, peers []v1.ValkeyNode, p
 		}
 		answered = true
 		if m["role"] == "master" {
-			return v1.RoleReplica
+			return valkeyv1.RoleReplica
 		}
 	}
 	if answered {
-		return v1.RolePrimary
+		return valkeyv1.RolePrimary
 	}
 	return ""
 }
@@ -310,13 +310,13 @@ type fullSyncs struct {
 	fresh  map[string]bool  // run_id first seen after the start
 }
 
-func watchFullSyncs(c *v1.ValkeyCluster, pw string) *fullSyncs {
+func watchFullSyncs(c *valkeyv1.ValkeyCluster, pw string) *fullSyncs {
 	f := &fullSyncs{done: make(chan struct{}), first: map[string]int64{}, last: map[string]int64{}, fresh: map[string]bool{}}
 	var wctx context.Context
 	wctx, f.cancel = context.WithCancel(ctx)
 	sample := func(initial bool) {
-		var list v1.ValkeyNodeList
-		if err := k8s.List(wctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err != nil {
+		var list valkeyv1.ValkeyNodeList
+		if err := k8s.List(wctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name}); err != nil {
 			return
 		}
 		for _, n := range list.Items {
@@ -375,7 +375,7 @@ type deletions struct {
 func watchDeletion(ns string, names []string) *deletions {
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
 	Expect(err).NotTo(HaveOccurred())
-	w, err := wc.Watch(ctx, &v1.ValkeyNodeList{}, client.InNamespace(ns))
+	w, err := wc.Watch(ctx, &valkeyv1.ValkeyNodeList{}, client.InNamespace(ns))
 	Expect(err).NotTo(HaveOccurred())
 	d := &deletions{stopWatch: w.Stop, done: make(chan struct{})}
 	watched := map[string]bool{}
@@ -386,7 +386,7 @@ func watchDeletion(ns string, names []string) *deletions {
 		defer GinkgoRecover()
 		defer close(d.done)
 		for ev := range w.ResultChan() {
-			n, ok := ev.Object.(*v1.ValkeyNode)
+			n, ok := ev.Object.(*valkeyv1.ValkeyNode)
 			if !ok || !watched[n.Name] || ev.Type != watch.Deleted {
 				continue
 			}
@@ -396,7 +396,7 @@ func watchDeletion(ns string, names []string) *deletions {
 			if n.Status.Topology != nil && n.Status.Topology.Slots > 0 {
 				d.violations = append(d.violations, fmt.Sprintf("%s disappeared while owning %d slots", n.Name, n.Status.Topology.Slots))
 			}
-			if n.Spec.Persistence != nil && !status.IsTrue(n.Status.Conditions, v1.ConditionDrained) {
+			if n.Spec.Persistence != nil && !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained) {
 				d.violations = append(d.violations, fmt.Sprintf("%s disappeared before Drained=True", n.Name))
 			}
 			d.mu.Unlock()

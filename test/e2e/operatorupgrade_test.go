@@ -19,7 +19,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // The operator-upgrade specs install the operator of an earlier commit (built from this
@@ -49,7 +49,7 @@ var _ = Describe("Operator upgrade", Label("upgrade"), func() {
 					Expect(sts.Spec.ServiceName).To(BeEmpty(), "%s: the earlier release made no serviceName", name)
 				}
 			},
-			upgraded: func(c *v1.ValkeyCluster) {
+			upgraded: func(c *valkeyv1.ValkeyCluster) {
 				Eventually(func() []string { return withoutServiceName(c) }).WithTimeout(5*time.Minute).WithPolling(2*time.Second).
 					Should(BeEmpty(), "every StatefulSet made again with its serviceName")
 			},
@@ -117,24 +117,24 @@ type upgradeCase struct {
 	from             string
 	install, upgrade func()
 	before           func(map[string]appsv1.StatefulSet)
-	upgraded         func(*v1.ValkeyCluster)
+	upgraded         func(*valkeyv1.ValkeyCluster)
 	after            func(before, after map[string]appsv1.StatefulSet)
 }
 
 // upgradeUnderWrites runs an upgrade under the WAIT 1 writer and checks what every upgrade
 // must hold; it returns the cluster, upgraded and Ready.
-func upgradeUnderWrites(uc upgradeCase) *v1.ValkeyCluster {
+func upgradeUnderWrites(uc upgradeCase) *valkeyv1.ValkeyCluster {
 	By("the earlier release installed, a 3 × 1 persistent cluster Ready under it")
 	uc.install()
 	ns := newNamespace("opupgrade")
-	cluster := newCluster(ns, "up", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+	cluster := newCluster(ns, "up", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
 	waitReady(cluster, 5*time.Minute)
 	before := statefulSets(cluster)
 	if uc.before != nil {
 		uc.before(before)
 	}
 	pw := password(cluster)
-	roles := map[string]v1.Role{}
+	roles := map[string]valkeyv1.Role{}
 	for _, n := range clusterNodes(cluster) {
 		roles[n.Name] = n.Status.Topology.Role
 	}
@@ -237,9 +237,9 @@ func startImageOf(sts appsv1.StatefulSet) string {
 
 // templateRevisions counts the pod templates each StatefulSet of the cluster was given
 // (its ControllerRevisions, the earlier release's adopted with the pod).
-func templateRevisions(c *v1.ValkeyCluster) map[string]int {
+func templateRevisions(c *valkeyv1.ValkeyCluster) map[string]int {
 	var list appsv1.ControllerRevisionList
-	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name})).To(Succeed())
 	out := map[string]int{}
 	for _, r := range list.Items {
 		if ref := metav1.GetControllerOf(&r); ref != nil {
@@ -258,9 +258,9 @@ func installManifest(path string) {
 }
 
 // statefulSets are the cluster's StatefulSets by name.
-func statefulSets(c *v1.ValkeyCluster) map[string]appsv1.StatefulSet {
+func statefulSets(c *valkeyv1.ValkeyCluster) map[string]appsv1.StatefulSet {
 	var list appsv1.StatefulSetList
-	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name})).To(Succeed())
 	out := map[string]appsv1.StatefulSet{}
 	for _, s := range list.Items {
 		out[s.Name] = s
@@ -270,7 +270,7 @@ func statefulSets(c *v1.ValkeyCluster) map[string]appsv1.StatefulSet {
 
 // withoutServiceName names the cluster's StatefulSets without the headless Service as
 // serviceName, or being deleted.
-func withoutServiceName(c *v1.ValkeyCluster) []string {
+func withoutServiceName(c *valkeyv1.ValkeyCluster) []string {
 	var out []string
 	for name, s := range statefulSets(c) {
 		if s.Spec.ServiceName != "valkey-"+c.Name+"-nodes" || s.DeletionTimestamp != nil {
@@ -293,13 +293,13 @@ type podWatch struct {
 	done    chan struct{}
 }
 
-func watchPods(c *v1.ValkeyCluster, want int) *podWatch {
+func watchPods(c *valkeyv1.ValkeyCluster, want int) *podWatch {
 	p := &podWatch{uids: map[string]map[string]bool{}, stopc: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(p.done)
 		for {
 			var pods corev1.PodList
-			if err := k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name}); err == nil {
+			if err := k8s.List(ctx, &pods, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name}); err == nil {
 				ready := 0
 				p.mu.Lock()
 				for _, pod := range pods.Items {
@@ -411,8 +411,8 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // updateOwners lists the fields of the cluster's StatefulSets and ConfigMaps still owned by
 // update under one of the operator's field managers or binary names.
-func updateOwners(c *v1.ValkeyCluster) []string {
-	ours := map[string]bool{v1.FieldManagerWorkload: true, "workload-controller": true, v1.FieldManagerTopology: true, "topology-controller": true}
+func updateOwners(c *valkeyv1.ValkeyCluster) []string {
+	ours := map[string]bool{valkeyv1.FieldManagerWorkload: true, "workload-controller": true, valkeyv1.FieldManagerTopology: true, "topology-controller": true}
 	var out []string
 	check := func(kind string, o metav1.Object) {
 		for _, m := range o.GetManagedFields() {
@@ -425,7 +425,7 @@ func updateOwners(c *v1.ValkeyCluster) []string {
 		check("StatefulSet", &s)
 	}
 	var cms corev1.ConfigMapList
-	ExpectWithOffset(1, k8s.List(ctx, &cms, client.InNamespace(c.Namespace), client.MatchingLabels{v1.LabelCluster: c.Name})).To(Succeed())
+	ExpectWithOffset(1, k8s.List(ctx, &cms, client.InNamespace(c.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: c.Name})).To(Succeed())
 	for i := range cms.Items {
 		check("ConfigMap", &cms.Items[i])
 	}

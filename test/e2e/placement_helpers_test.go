@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -60,7 +60,7 @@ func startKubeNode(host string) {
 }
 
 // kubeNodeOf is the Kubernetes node the ValkeyNode's pod runs on.
-func kubeNodeOf(n v1.ValkeyNode) string {
+func kubeNodeOf(n valkeyv1.ValkeyNode) string {
 	ExpectWithOffset(1, n.Status.Workload).NotTo(BeNil(), "%s has no status.workload", n.Name)
 	var pod corev1.Pod
 	ExpectWithOffset(1, k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: n.Status.Workload.PodName}, &pod)).To(Succeed())
@@ -71,7 +71,7 @@ func kubeNodeOf(n v1.ValkeyNode) string {
 func shardPDB(list []policyv1.PodDisruptionBudget, cluster string, shard int32) *policyv1.PodDisruptionBudget {
 	for i := range list {
 		sel := list[i].Spec.Selector
-		if sel != nil && sel.MatchLabels[v1.LabelCluster] == cluster && sel.MatchLabels[v1.LabelShard] == strconv.Itoa(int(shard)) {
+		if sel != nil && sel.MatchLabels[valkeyv1.LabelCluster] == cluster && sel.MatchLabels[valkeyv1.LabelShard] == strconv.Itoa(int(shard)) {
 			return &list[i]
 		}
 	}
@@ -79,7 +79,7 @@ func shardPDB(list []policyv1.PodDisruptionBudget, cluster string, shard int32) 
 }
 
 // conditionOf is "<status> <reason>: <message>" of a ValkeyCluster condition ("" when absent).
-func conditionOf(c *v1.ValkeyCluster, condition string) string {
+func conditionOf(c *valkeyv1.ValkeyCluster, condition string) string {
 	cond := status.Get(getCluster(c).Status.Conditions, condition)
 	if cond == nil {
 		return ""
@@ -88,24 +88,24 @@ func conditionOf(c *v1.ValkeyCluster, condition string) string {
 }
 
 // valkeyRole is the node's role as its server reports it ("master" or "slave").
-func valkeyRole(n v1.ValkeyNode, pw string) string {
+func valkeyRole(n valkeyv1.ValkeyNode, pw string) string {
 	return info(n, pw, "replication")["role"]
 }
 
 // partner is the other node of n's shard (a 1-replica cluster).
-func partner(c *v1.ValkeyCluster, n v1.ValkeyNode) v1.ValkeyNode {
+func partner(c *valkeyv1.ValkeyCluster, n valkeyv1.ValkeyNode) valkeyv1.ValkeyNode {
 	for _, p := range clusterNodes(c) {
 		if p.Spec.Shard == n.Spec.Shard && p.Name != n.Name {
 			return p
 		}
 	}
 	Fail("no partner of " + n.Name)
-	return v1.ValkeyNode{}
+	return valkeyv1.ValkeyNode{}
 }
 
 // failOverTo makes the replica n its shard's primary (CLUSTER FAILOVER on it) and waits until
 // its server says so and the cluster is Ready again.
-func failOverTo(c *v1.ValkeyCluster, n v1.ValkeyNode) {
+func failOverTo(c *valkeyv1.ValkeyCluster, n valkeyv1.ValkeyNode) {
 	pw := password(c)
 	vc := nodeClient(n, pw)
 	defer vc.Close()
@@ -115,8 +115,8 @@ func failOverTo(c *v1.ValkeyCluster, n v1.ValkeyNode) {
 }
 
 // byHost groups the cluster's nodes by Kubernetes node.
-func byHost(c *v1.ValkeyCluster) map[string][]v1.ValkeyNode {
-	out := map[string][]v1.ValkeyNode{}
+func byHost(c *valkeyv1.ValkeyCluster) map[string][]valkeyv1.ValkeyNode {
+	out := map[string][]valkeyv1.ValkeyNode{}
 	for _, n := range clusterNodes(c) {
 		h := kubeNodeOf(n)
 		out[h] = append(out[h], n)
@@ -127,7 +127,7 @@ func byHost(c *v1.ValkeyCluster) map[string][]v1.ValkeyNode {
 // arrangeTwoPrimaries picks a Kubernetes node with two of the cluster's nodes (other than the
 // first, which also runs the controllers, when it can), makes exactly two primaries there by
 // failing over, and returns the node's name.
-func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
+func arrangeTwoPrimaries(c *valkeyv1.ValkeyCluster) string {
 	pw := password(c)
 	hosts := byHost(c)
 	var host string
@@ -153,13 +153,13 @@ func arrangeTwoPrimaries(c *v1.ValkeyCluster) string {
 // holds the control plane's address) that holds no other primary: Valkey fails a primary over
 // only with the votes of a majority of primaries, so the node lost must not take most of them
 // (after a drain, all of them can be on one node). It fails over to arrange that.
-func primaryOnStoppableNode(c *v1.ValkeyCluster) (v1.ValkeyNode, string) {
+func primaryOnStoppableNode(c *valkeyv1.ValkeyCluster) (valkeyv1.ValkeyNode, string) {
 	pw := password(c)
 	for h, ns := range byHost(c) {
 		if kubeNodeIndex(h) == 1 {
 			continue
 		}
-		var primaries []v1.ValkeyNode
+		var primaries []valkeyv1.ValkeyNode
 		for _, n := range ns {
 			if valkeyRole(n, pw) == "master" {
 				primaries = append(primaries, n)
@@ -176,11 +176,11 @@ func primaryOnStoppableNode(c *v1.ValkeyCluster) (v1.ValkeyNode, string) {
 		return nodeByName(c, primaries[0].Name), h
 	}
 	Fail("none of the cluster's nodes is on a Kubernetes node that can be stopped")
-	return v1.ValkeyNode{}, ""
+	return valkeyv1.ValkeyNode{}, ""
 }
 
 // expectPromotedPartner waits until the replica of the lost primary says it is the master.
-func expectPromotedPartner(c *v1.ValkeyCluster, lost v1.ValkeyNode) {
+func expectPromotedPartner(c *valkeyv1.ValkeyCluster, lost valkeyv1.ValkeyNode) {
 	p, pw := partner(c, lost), password(c)
 	EventuallyWithOffset(1, func() (string, error) {
 		m, err := infoAt(ctx, p.Status.Workload.PodIP, pw, "replication", 2*time.Second)
@@ -202,7 +202,7 @@ type drainObserver struct {
 }
 
 // observeDrain starts watching the primaries on host and every shard's pods.
-func observeDrain(c *v1.ValkeyCluster, host string) *drainObserver {
+func observeDrain(c *valkeyv1.ValkeyCluster, host string) *drainObserver {
 	pw, nodes := password(c), clusterNodes(c)
 	type watched struct{ name, pod, partnerIP, uid string }
 	var primaries []watched
@@ -266,7 +266,7 @@ func (o *drainObserver) look(name string, pod *corev1.Pod, uid string, master bo
 
 // countDown records the most pods of one shard taken at once (gone, being deleted, or
 // replaced by a pod not yet Ready), and the most not Ready at once for any reason.
-func (o *drainObserver) countDown(nodes []v1.ValkeyNode, uids map[string]string, pods map[string]*corev1.Pod) {
+func (o *drainObserver) countDown(nodes []valkeyv1.ValkeyNode, uids map[string]string, pods map[string]*corev1.Pod) {
 	taken, unready := map[int32]int{}, map[int32]int{}
 	for _, n := range nodes {
 		p := pods[n.Status.Workload.PodName]
@@ -305,7 +305,7 @@ func (o *drainObserver) stop() (handedOver map[string]bool, maxDown, maxUnready 
 // its server logs it: the graceful hand-over of a stopping primary (CLUSTER FAILOVER needs the
 // old primary alive: it pauses its clients and sends its offset), not an election after a
 // primary stopped.
-func handedOverInLog(c *v1.ValkeyCluster, n v1.ValkeyNode, since time.Time) bool {
+func handedOverInLog(c *valkeyv1.ValkeyCluster, n valkeyv1.ValkeyNode, since time.Time) bool {
 	p := partner(c, n)
 	out, err := kubectl("-n", c.Namespace, "logs", p.Status.Workload.PodName, "--since-time="+since.UTC().Format(time.RFC3339))
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
@@ -314,7 +314,7 @@ func handedOverInLog(c *v1.ValkeyCluster, n v1.ValkeyNode, since time.Time) bool
 
 // followLogs follows the logs of the nodes' pods until they end (the pod stops) or stop is
 // called; stop returns the lines of each node that contain want.
-func followLogs(c *v1.ValkeyCluster, nodes []v1.ValkeyNode, want string) (stop func() map[string][]string) {
+func followLogs(c *valkeyv1.ValkeyCluster, nodes []valkeyv1.ValkeyNode, want string) (stop func() map[string][]string) {
 	type follow struct {
 		cmd *exec.Cmd
 		out *bytes.Buffer

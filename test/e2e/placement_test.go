@@ -10,7 +10,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -22,7 +22,7 @@ import (
 var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("placement"), Ordered, ContinueOnFailure, func() {
 	var (
 		ns      string
-		cluster *v1.ValkeyCluster
+		cluster *valkeyv1.ValkeyCluster
 	)
 
 	BeforeAll(func() {
@@ -30,7 +30,7 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 			Skip(fmt.Sprintf("needs three Ready Kubernetes nodes (make cluster-up NODES=3), the cluster has %d", n))
 		}
 		ns = newNamespace("e2e-placement")
-		cluster = newCluster(ns, "spread", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
+		cluster = newCluster(ns, "spread", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
 		waitReady(cluster, 6*time.Minute)
 		expectClusterOK(cluster)
 	})
@@ -60,7 +60,7 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 
 	It("drains the Kubernetes node holding two primaries: budgets respected, every primary handed over first, 0 acknowledged keys lost", func() {
 		host := arrangeTwoPrimaries(cluster)
-		var primaries []v1.ValkeyNode
+		var primaries []valkeyv1.ValkeyNode
 		for _, n := range byHost(cluster)[host] {
 			if valkeyRole(n, password(cluster)) == "master" {
 				primaries = append(primaries, n)
@@ -95,7 +95,7 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 	})
 
 	var (
-		lost             v1.ValkeyNode
+		lost             valkeyv1.ValkeyNode
 		lostHost, lostID string
 	)
 	It("loses the Kubernetes node of a primary: failover, Degraded, then Ready on the survivors, 0 acknowledged keys lost", func() {
@@ -114,17 +114,17 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		})
 		expectPromotedPartner(cluster, lost)
 		promoted := time.Since(since).Round(time.Second)
-		Eventually(func() string { return conditionOf(cluster, v1.ConditionDegraded) }).
-			WithTimeout(3*time.Minute).Should(HavePrefix("True "+v1.ReasonNodesLost), "Degraded while %s is lost", host)
+		Eventually(func() string { return conditionOf(cluster, valkeyv1.ConditionDegraded) }).
+			WithTimeout(3*time.Minute).Should(HavePrefix("True "+valkeyv1.ReasonNodesLost), "Degraded while %s is lost", host)
 		degraded := time.Since(since).Round(time.Second)
-		why := status.Get(nodeByName(cluster, lost.Name).Status.Conditions, v1.ConditionWorkloadReady)
+		why := status.Get(nodeByName(cluster, lost.Name).Status.Conditions, valkeyv1.ConditionWorkloadReady)
 		Expect(why).NotTo(BeNil())
-		Expect(why.Reason).To(Equal(v1.ReasonNodeNotReady), "%s says why its pod is not Ready: %s", lost.Name, why.Message)
+		Expect(why.Reason).To(Equal(valkeyv1.ReasonNodeNotReady), "%s says why its pod is not Ready: %s", lost.Name, why.Message)
 		GinkgoWriter.Printf("%s WorkloadReady: %s %s\n", lost.Name, why.Reason, why.Message)
-		Eventually(func() string { return conditionOf(cluster, v1.ConditionReady) }).
+		Eventually(func() string { return conditionOf(cluster, valkeyv1.ConditionReady) }).
 			WithTimeout(3*time.Minute).Should(HavePrefix("True"), "Ready on the survivors")
 		GinkgoWriter.Printf("%s stopped: replica of %s promoted after %s, Degraded after %s (%s), Ready on the survivors after %s\n",
-			host, lost.Name, promoted, degraded, conditionOf(cluster, v1.ConditionDegraded), time.Since(since).Round(time.Second))
+			host, lost.Name, promoted, degraded, conditionOf(cluster, valkeyv1.ConditionDegraded), time.Since(since).Round(time.Second))
 		expectAcked(cluster, w, "stop-node")
 	})
 
@@ -139,7 +139,7 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 		startKubeNode(host)
 		waitReady(cluster, 5*time.Minute)
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer acknowledges again")
-		Eventually(func() string { return conditionOf(cluster, v1.ConditionDegraded) }).
+		Eventually(func() string { return conditionOf(cluster, valkeyv1.ConditionDegraded) }).
 			WithTimeout(time.Minute).Should(HavePrefix("False"), "Degraded no more")
 		back := nodeByName(cluster, lost.Name)
 		Expect(valkeyRole(back, password(cluster))).To(Equal("slave"), "%s rejoined as a replica", lost.Name)
@@ -153,7 +153,7 @@ var _ = Describe("Placement and node loss on three Kubernetes nodes", Label("pla
 })
 
 // expectAcked stops the writer, reports acknowledged and lost keys and checks none was lost.
-func expectAcked(c *v1.ValkeyCluster, w *ackWriter, prefix string) {
+func expectAcked(c *valkeyv1.ValkeyCluster, w *ackWriter, prefix string) {
 	acked, refused := w.stop()
 	lost, unreadable := lostKeys(c, prefix, acked)
 	line := fmt.Sprintf("acked=%d lost=%d unreadable=%d refused=%v", len(acked), lost, unreadable, refused)

@@ -20,7 +20,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/test/monitoring"
 )
 
@@ -34,7 +34,7 @@ import (
 var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 	var (
 		prom    string // http://127.0.0.1:<port>
-		cluster *v1.ValkeyCluster
+		cluster *valkeyv1.ValkeyCluster
 	)
 
 	BeforeAll(func() {
@@ -46,8 +46,8 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		ns := newNamespace("e2e-prom")
 		// Prometheus runs on this host: the cluster lets the host's addresses reach the
 		// metrics port, as a user names their Prometheus's pods.
-		cluster = buildCluster(ns, "mon", 3, 1, persistence("1Gi", expandableClass, v1.ReclaimDelete))
-		cluster.Spec.Network = &v1.NetworkSpec{MetricsFrom: hostPeers()}
+		cluster = buildCluster(ns, "mon", 3, 1, persistence("1Gi", expandableClass, valkeyv1.ReclaimDelete))
+		cluster.Spec.Network = &valkeyv1.NetworkSpec{MetricsFrom: hostPeers()}
 		Expect(k8s.Create(ctx, cluster)).To(Succeed())
 		waitReady(cluster, 5*time.Minute)
 		writeKeys(cluster, "prom", 1000)
@@ -59,14 +59,14 @@ var _ = Describe("Prometheus", Label("prometheus"), Ordered, func() {
 		By("what makes the counters count: a roll (failovers, approvals) and a scale-out (slot migrations)")
 		startRoll(cluster, "256")
 		waitReady(cluster, 10*time.Minute)
-		updateCluster(cluster, func(c *v1.ValkeyCluster) { c.Spec.Shards = 4 })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = 4 })
 		waitReady(cluster, 10*time.Minute)
 		By("a completed backup, and a cluster with generated TLS (the certificate's expiry)")
-		backup := &v1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "prom", Namespace: cluster.Namespace}, Spec: v1.ValkeyBackupSpec{ClusterName: cluster.Name}}
+		backup := &valkeyv1.ValkeyBackup{ObjectMeta: metav1.ObjectMeta{Name: "prom", Namespace: cluster.Namespace}, Spec: valkeyv1.ValkeyBackupSpec{ClusterName: cluster.Name}}
 		Expect(k8s.Create(ctx, backup)).To(Succeed())
-		waitBackup(backup, v1.BackupCompleted, 4*time.Minute)
+		waitBackup(backup, valkeyv1.BackupCompleted, 4*time.Minute)
 		tlsCluster := buildCluster(cluster.Namespace, tlsClusterName, 1, 0, nil)
-		tlsCluster.Spec.Image, tlsCluster.Spec.TLS = redisTLSImage, &v1.TLSSpec{Generate: true}
+		tlsCluster.Spec.Image, tlsCluster.Spec.TLS = redisTLSImage, &valkeyv1.TLSSpec{Generate: true}
 		Expect(k8s.Create(ctx, tlsCluster)).To(Succeed())
 		waitReady(tlsCluster, 6*time.Minute)
 		for _, name := range documentedMetrics() {
@@ -211,7 +211,7 @@ func startPrometheus(bin string) string {
 	DeferCleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
 	base := "http://" + addr
 	Eventually(func() error {
-		resp, err := http.Get(base + "/-/ready") //nolint:noctx // loopback, polled
+		resp, err := http.Get(base + "/-/ready")
 		if err != nil {
 			return err
 		}
@@ -226,7 +226,7 @@ func startPrometheus(bin string) string {
 
 // promQuery runs an instant query and returns its series' label sets.
 func promQuery(base, q string) []map[string]string {
-	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q)) //nolint:noctx // loopback
+	resp, err := http.Get(base + "/api/v1/query?query=" + url.QueryEscape(q))
 	Expect(err).NotTo(HaveOccurred())
 	defer func() { _ = resp.Body.Close() }()
 	var r struct {
@@ -249,9 +249,9 @@ func promQuery(base, q string) []map[string]string {
 
 // replicaHost is a Kubernetes node the local cluster can stop (not the first, which holds the
 // control plane's address) that runs a replica of c.
-func replicaHost(c *v1.ValkeyCluster) string {
+func replicaHost(c *valkeyv1.ValkeyCluster) string {
 	for _, n := range clusterNodes(c) {
-		if n.Status.Topology != nil && n.Status.Topology.Role == v1.RoleReplica {
+		if n.Status.Topology != nil && n.Status.Topology.Role == valkeyv1.RoleReplica {
 			if host := kubeNodeOf(n); kubeNodeIndex(host) >= 2 {
 				return host
 			}

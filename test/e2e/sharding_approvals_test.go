@@ -14,7 +14,7 @@ import (
 	watchtools "k8s.io/client-go/tools/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 )
 
@@ -23,7 +23,7 @@ import (
 // nodes seen with RollApproved=True at one revision, and how many approvals were given.
 type namespaceApprovals struct {
 	mu       sync.Mutex
-	nodes    map[string]v1.ValkeyNode
+	nodes    map[string]valkeyv1.ValkeyNode
 	maxConc  map[string]int
 	approved map[string]int
 	err      error
@@ -34,14 +34,14 @@ type namespaceApprovals struct {
 func recordNamespaceApprovals(ns string) *namespaceApprovals {
 	wc, err := client.NewWithWatch(restConfig, client.Options{Scheme: k8s.Scheme()})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
-	var initial v1.ValkeyNodeList
+	var initial valkeyv1.ValkeyNodeList
 	ExpectWithOffset(1, wc.List(ctx, &initial, client.InNamespace(ns))).To(Succeed())
-	a := &namespaceApprovals{nodes: map[string]v1.ValkeyNode{}, maxConc: map[string]int{}, approved: map[string]int{}, done: make(chan struct{})}
+	a := &namespaceApprovals{nodes: map[string]valkeyv1.ValkeyNode{}, maxConc: map[string]int{}, approved: map[string]int{}, done: make(chan struct{})}
 	var wctx context.Context
 	wctx, a.cancel = context.WithCancel(ctx)
 	w, err := watchtools.NewRetryWatcherWithContext(wctx, initial.ResourceVersion, &cache.ListWatch{
 		WatchFuncWithContext: func(watchCtx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			return wc.Watch(watchCtx, &v1.ValkeyNodeList{}, client.InNamespace(ns), &client.ListOptions{Raw: &o})
+			return wc.Watch(watchCtx, &valkeyv1.ValkeyNodeList{}, client.InNamespace(ns), &client.ListOptions{Raw: &o})
 		},
 	})
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
@@ -57,7 +57,7 @@ func recordNamespaceApprovals(ns string) *namespaceApprovals {
 				a.fail(apierrors.FromObject(ev.Object))
 				return
 			}
-			if n, ok := ev.Object.(*v1.ValkeyNode); ok {
+			if n, ok := ev.Object.(*valkeyv1.ValkeyNode); ok {
 				a.update(n, ev.Type == watch.Deleted)
 			}
 		}
@@ -69,7 +69,7 @@ func recordNamespaceApprovals(ns string) *namespaceApprovals {
 }
 
 // update applies one node's new state and counts its cluster's approvals at this revision.
-func (a *namespaceApprovals) update(n *v1.ValkeyNode, deleted bool) {
+func (a *namespaceApprovals) update(n *valkeyv1.ValkeyNode, deleted bool) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	prev, had := a.nodes[n.Name]
@@ -83,7 +83,7 @@ func (a *namespaceApprovals) update(n *v1.ValkeyNode, deleted bool) {
 	}
 	conc := 0
 	for _, m := range a.nodes {
-		if m.Spec.ClusterName == n.Spec.ClusterName && status.IsTrue(m.Status.Conditions, v1.ConditionRollApproved) {
+		if m.Spec.ClusterName == n.Spec.ClusterName && status.IsTrue(m.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			conc++
 		}
 	}

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/partition"
 )
 
@@ -27,7 +27,7 @@ var _ = Describe("The topology controller sharded across three replicas", Label(
 		rec := recordNamespaceApprovals(ns)
 
 		By("12 clusters created; the replica holding the most partitions is killed (SIGKILL) meanwhile")
-		var clusters []*v1.ValkeyCluster
+		var clusters []*valkeyv1.ValkeyCluster
 		for i := range 12 {
 			replicas := int32(0)
 			if i >= 8 {
@@ -46,7 +46,7 @@ var _ = Describe("The topology controller sharded across three replicas", Label(
 
 		By("two clusters scaled to two shards while the partitions move")
 		for _, c := range clusters[:2] {
-			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Shards = 2 })
+			updateCluster(c, func(c *valkeyv1.ValkeyCluster) { c.Spec.Shards = 2 })
 		}
 		Eventually(func(g Gomega) {
 			now := partitionHolders()
@@ -75,7 +75,9 @@ var _ = Describe("The topology controller sharded across three replicas", Label(
 
 		By("the clusters with a replica roll for a config change, one node at a time each")
 		for _, c := range clusters[8:] {
-			updateCluster(c, func(c *v1.ValkeyCluster) { c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"} })
+			updateCluster(c, func(c *valkeyv1.ValkeyCluster) {
+				c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"}
+			})
 		}
 		for _, c := range clusters[8:] {
 			Eventually(func() int { return rec.approvedIn(c.Name) }).WithTimeout(3*time.Minute).WithPolling(time.Second).

@@ -20,7 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	v1 "valkey.io/operator/apis/v1alpha1"
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/internal/tlsconf"
 )
@@ -33,13 +33,13 @@ const redisTLSImage = "valkey.local/redis-tls:dev"
 // TLS from inside a pod, refuses plaintext, rolls under a TLS writer without losing an
 // acknowledged key, and serves a renewed certificate without a restart.
 var _ = Describe("TLS", Label("tls"), Ordered, func() {
-	var cluster *v1.ValkeyCluster
+	var cluster *valkeyv1.ValkeyCluster
 	BeforeAll(func() {
 		ns := newNamespace("tls")
-		cluster = newTLSCluster(ns, "tls", &v1.TLSSpec{Generate: true})
+		cluster = newTLSCluster(ns, "tls", &valkeyv1.TLSSpec{Generate: true})
 		waitReady(cluster, 6*time.Minute)
 		Eventually(func() string { return tlsReason(cluster) }).WithTimeout(3 * time.Minute).WithPolling(2 * time.Second).
-			Should(Equal(v1.ReasonCertificateServed))
+			Should(Equal(valkeyv1.ReasonCertificateServed))
 	})
 
 	It("is clean for valkey-cli --tls --cluster check inside a pod, and refuses plaintext", func() {
@@ -58,7 +58,7 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 	It("rolls under a TLS writer without losing an acknowledged key", func() {
 		w := startAckWriter(cluster, "tlsroll")
 		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 50))
-		updateCluster(cluster, func(c *v1.ValkeyCluster) {
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
 			c.Spec.Config = map[string]string{"hash-max-listpack-entries": "20000"}
 		})
 		waitRolled(cluster, 12*time.Minute)
@@ -77,19 +77,19 @@ var _ = Describe("TLS", Label("tls"), Ordered, func() {
 		GinkgoWriter.Printf("renewed certificate %x served everywhere %s after the renewal (was %v)\n", renewed, took, old)
 		AddReportEntry("tls renewal served", took.String())
 		Expect(restarts(cluster)).To(Equal(before), "no container restarted, no pod replaced")
-		Eventually(func() string { return tlsReason(cluster) }).WithTimeout(time.Minute).Should(Equal(v1.ReasonCertificateServed))
+		Eventually(func() string { return tlsReason(cluster) }).WithTimeout(time.Minute).Should(Equal(valkeyv1.ReasonCertificateServed))
 		expectClusterCheckTLS(cluster)
 	})
 })
 
 // newTLSCluster creates a 3-shard, 1-replica cluster of the TLS image with spec.tls (fixed
 // at creation).
-func newTLSCluster(ns, name string, spec *v1.TLSSpec) *v1.ValkeyCluster {
-	c := &v1.ValkeyCluster{
+func newTLSCluster(ns, name string, spec *valkeyv1.TLSSpec) *valkeyv1.ValkeyCluster {
+	c := &valkeyv1.ValkeyCluster{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns},
-		Spec: v1.ValkeyClusterSpec{
+		Spec: valkeyv1.ValkeyClusterSpec{
 			Shards: 3, Replicas: 1,
-			ServerSpec: v1.ServerSpec{
+			ServerSpec: valkeyv1.ServerSpec{
 				Image: redisTLSImage, TLS: spec,
 				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
 					corev1.ResourceCPU: resource.MustParse("10m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
@@ -103,10 +103,10 @@ func newTLSCluster(ns, name string, spec *v1.TLSSpec) *v1.ValkeyCluster {
 
 // waitRolled waits until every pod runs the current template (the roll is over) and the
 // cluster is Ready again.
-func waitRolled(c *v1.ValkeyCluster, timeout time.Duration) {
+func waitRolled(c *valkeyv1.ValkeyCluster, timeout time.Duration) {
 	EventuallyWithOffset(1, func(g Gomega) {
 		for _, n := range clusterNodes(c) {
-			rp := status.Get(n.Status.Conditions, v1.ConditionRollPending)
+			rp := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending)
 			g.Expect(rp).NotTo(BeNil(), "%s RollPending", n.Name)
 			g.Expect(rp.Status == "False" && rp.ObservedGeneration == n.Generation).To(BeTrue(), "%s RollPending %+v", n.Name, rp)
 		}
@@ -114,17 +114,17 @@ func waitRolled(c *v1.ValkeyCluster, timeout time.Duration) {
 	waitReady(c, timeout)
 }
 
-func tlsReason(c *v1.ValkeyCluster) string {
-	if cond := status.Get(getCluster(c).Status.Conditions, v1.ConditionTLSReady); cond != nil {
+func tlsReason(c *valkeyv1.ValkeyCluster) string {
+	if cond := status.Get(getCluster(c).Status.Conditions, valkeyv1.ConditionTLSReady); cond != nil {
 		return cond.Reason
 	}
 	return ""
 }
 
 // tlsSecret is the cluster's certificate Secret.
-func tlsSecret(c *v1.ValkeyCluster) *corev1.Secret {
+func tlsSecret(c *valkeyv1.ValkeyCluster) *corev1.Secret {
 	cur := getCluster(c)
-	name := v1.TLSSecretName(c.Name)
+	name := valkeyv1.TLSSecretName(c.Name)
 	if cur.Spec.TLS != nil && cur.Spec.TLS.SecretName != "" {
 		name = cur.Spec.TLS.SecretName
 	}
@@ -135,7 +135,7 @@ func tlsSecret(c *v1.ValkeyCluster) *corev1.Secret {
 
 // clientTLS is the TLS configuration of a client of c's servers, trusting the CA of its
 // certificate Secret; nil without spec.tls.
-func clientTLS(c *v1.ValkeyCluster) *tls.Config {
+func clientTLS(c *valkeyv1.ValkeyCluster) *tls.Config {
 	if getCluster(c).Spec.TLS == nil {
 		return nil
 	}
@@ -145,10 +145,10 @@ func clientTLS(c *v1.ValkeyCluster) *tls.Config {
 }
 
 // expectClusterCheckTLS runs valkey-cli --tls --cluster check inside a pod of c.
-func expectClusterCheckTLS(c *v1.ValkeyCluster) {
+func expectClusterCheckTLS(c *valkeyv1.ValkeyCluster) {
 	n := clusterNodes(c)[0]
 	out, err := kubectl("-n", c.Namespace, "exec", n.Status.Workload.PodName, "-c", "valkey", "--",
-		"valkey-cli", "--user", v1.OperatorUser, "--tls", "--cacert", "/etc/valkey-tls/ca.crt", "--cluster", "check", "127.0.0.1:6379")
+		"valkey-cli", "--user", valkeyv1.OperatorUser, "--tls", "--cacert", "/etc/valkey-tls/ca.crt", "--cluster", "check", "127.0.0.1:6379")
 	ExpectWithOffset(1, err).NotTo(HaveOccurred(), out)
 	ExpectWithOffset(1, out).To(ContainSubstring("[OK] All 16384 slots covered."), out)
 	ExpectWithOffset(1, out).NotTo(ContainSubstring("[WARNING]"), out)
@@ -156,7 +156,7 @@ func expectClusterCheckTLS(c *v1.ValkeyCluster) {
 }
 
 // servedSerials are the serials of the certificates c's servers serve, by address.
-func servedSerials(c *v1.ValkeyCluster) map[string]string {
+func servedSerials(c *valkeyv1.ValkeyCluster) map[string]string {
 	pool, err := tlsconf.Pool(tlsSecret(c).Data["ca.crt"])
 	ExpectWithOffset(1, err).NotTo(HaveOccurred())
 	out := map[string]string{}
@@ -175,7 +175,7 @@ func servedSerials(c *v1.ValkeyCluster) map[string]string {
 }
 
 // restarts are the restart count and UID of every pod of c, by node.
-func restarts(c *v1.ValkeyCluster) map[string]string {
+func restarts(c *valkeyv1.ValkeyCluster) map[string]string {
 	out := map[string]string{}
 	for _, n := range clusterNodes(c) {
 		p := getPod(n)
@@ -188,9 +188,9 @@ func restarts(c *v1.ValkeyCluster) map[string]string {
 // forceRenewal puts into the generated certificate Secret a certificate of the cluster's CA
 // with less than a third of its validity left, as time would; the operator issues a new
 // one. It returns the serial of the certificate the operator issues.
-func forceRenewal(c *v1.ValkeyCluster) *big.Int {
+func forceRenewal(c *valkeyv1.ValkeyCluster) *big.Int {
 	var caSecret corev1.Secret
-	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: v1.CASecretName(c.Name)}, &caSecret)).To(Succeed())
+	Expect(k8s.Get(ctx, client.ObjectKey{Namespace: c.Namespace, Name: valkeyv1.CASecretName(c.Name)}, &caSecret)).To(Succeed())
 	ca, err := tls.X509KeyPair(caSecret.Data["tls.crt"], caSecret.Data["tls.key"])
 	Expect(err).NotTo(HaveOccurred())
 	caCert, err := x509.ParseCertificate(ca.Certificate[0])

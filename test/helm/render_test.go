@@ -32,6 +32,7 @@ func repoRoot(t *testing.T) string {
 
 // chartDir is the chart's folder.
 func chartDir(t *testing.T) string {
+	t.Helper()
 	return filepath.Join(repoRoot(t), "deploy", "helm", "valkey-operator")
 }
 

@@ -56,6 +56,7 @@ type env struct {
 }
 
 func setup(t *testing.T) *env {
+	t.Helper()
 	kc := os.Getenv("E2E_KUBECONFIG")
 	if kc == "" {
 		t.Skip("E2E_KUBECONFIG is not set: the smoke suite runs against the local cluster (make cluster-up e2e-smoke)")
@@ -241,18 +242,18 @@ func TestSmoke(t *testing.T) {
 			step(t, &e)
 		})
 	}
-	if !run("NodeReady", nodeReady) {
+	if !run("NodeReady", testNodeReady) {
 		return
 	}
-	if !run("StatefulSetOnDynamicVolume", statefulSetOnDynamicVolume) {
+	if !run("StatefulSetOnDynamicVolume", testStatefulSetOnDynamicVolume) {
 		return
 	}
 	var nodeID string
-	run("NodeIDSurvivesPodDeletion", func(t *testing.T, e *env) { nodeIDSurvivesPodDeletion(t, e, &nodeID) })
-	run("OnlineExpansion", func(t *testing.T, e *env) { onlineExpansion(t, e, nodeID) })
-	run("FixedClassRefusesExpansion", fixedClassRefusesExpansion)
-	run("GarbageCollection", garbageCollection)
-	run("ReleasedVolumesAreDeleted", releasedVolumesAreDeleted)
+	run("NodeIDSurvivesPodDeletion", func(t *testing.T, e *env) { t.Helper(); testNodeIDSurvivesPodDeletion(t, e, &nodeID) })
+	run("OnlineExpansion", func(t *testing.T, e *env) { t.Helper(); testOnlineExpansion(t, e, nodeID) })
+	run("FixedClassRefusesExpansion", testFixedClassRefusesExpansion)
+	run("GarbageCollection", testGarbageCollection)
+	run("ReleasedVolumesAreDeleted", testReleasedVolumesAreDeleted)
 }
 
 // createNamespace creates the namespace the steps run in, deleted at the end unless the
@@ -274,8 +275,8 @@ func (e *env) createNamespace() {
 	t.Logf("namespace %s", e.ns)
 }
 
-// nodeReady waits for a Ready node and logs its kubelet and runtime versions.
-func nodeReady(t *testing.T, e *env) {
+// testNodeReady waits for a Ready node and logs its kubelet and runtime versions.
+func testNodeReady(t *testing.T, e *env) {
 	e.eventually("a Ready node", time.Minute, func(ctx context.Context) (bool, error) {
 		nodes, err := e.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -293,10 +294,10 @@ func nodeReady(t *testing.T, e *env) {
 	})
 }
 
-// statefulSetOnDynamicVolume runs Valkey in a StatefulSet whose claim the default class
+// testStatefulSetOnDynamicVolume runs Valkey in a StatefulSet whose claim the default class
 // provisions on a loop device with XFS, makes it a one-node cluster owning every slot and
 // saves a key to the volume.
-func statefulSetOnDynamicVolume(t *testing.T, e *env) {
+func testStatefulSetOnDynamicVolume(t *testing.T, e *env) {
 	ctx := context.Background()
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: statefulSetName, Namespace: e.ns},
@@ -348,9 +349,9 @@ func statefulSetOnDynamicVolume(t *testing.T, e *env) {
 	}
 }
 
-// nodeIDSurvivesPodDeletion deletes the pod and checks that its replacement has the same node
+// testNodeIDSurvivesPodDeletion deletes the pod and checks that its replacement has the same node
 // ID (from nodes.conf on the volume), its slots and its data; it records the node ID.
-func nodeIDSurvivesPodDeletion(t *testing.T, e *env, learned *string) {
+func testNodeIDSurvivesPodDeletion(t *testing.T, e *env, learned *string) {
 	ctx := context.Background()
 	out, err := e.exec(valkeyPod, valkeyContainer, "valkey-cli", "cluster", "myid")
 	if err != nil {
@@ -384,9 +385,9 @@ func nodeIDSurvivesPodDeletion(t *testing.T, e *env, learned *string) {
 	t.Logf("node ID %s, its slots and its data kept across pod deletion", nodeID)
 }
 
-// onlineExpansion grows the claim from 1Gi to 2Gi and checks that the file system grows inside
+// testOnlineExpansion grows the claim from 1Gi to 2Gi and checks that the file system grows inside
 // the running valkeyPod, without a restart and with the same node ID.
-func onlineExpansion(t *testing.T, e *env, nodeID string) {
+func testOnlineExpansion(t *testing.T, e *env, nodeID string) {
 	ctx := context.Background()
 	before := e.dfSize(valkeyPod)
 	p0, err := e.cs.CoreV1().Pods(e.ns).Get(ctx, valkeyPod, metav1.GetOptions{})
@@ -423,9 +424,9 @@ func onlineExpansion(t *testing.T, e *env, nodeID string) {
 	}
 }
 
-// fixedClassRefusesExpansion mounts a claim of the fixed class (rounded up to the XFS minimum)
+// testFixedClassRefusesExpansion mounts a claim of the fixed class (rounded up to the XFS minimum)
 // and checks that growing it is refused.
-func fixedClassRefusesExpansion(t *testing.T, e *env) {
+func testFixedClassRefusesExpansion(t *testing.T, e *env) {
 	ctx := context.Background()
 	claim := &corev1.PersistentVolumeClaim{
 		ObjectMeta: metav1.ObjectMeta{Name: "fixed", Namespace: e.ns},
@@ -476,8 +477,8 @@ func fixedClassRefusesExpansion(t *testing.T, e *env) {
 	t.Logf("growth refused: %v", err)
 }
 
-// garbageCollection checks that an owned object is collected after its owner is deleted.
-func garbageCollection(t *testing.T, e *env) {
+// testGarbageCollection checks that an owned object is collected after its owner is deleted.
+func testGarbageCollection(t *testing.T, e *env) {
 	ctx := context.Background()
 	owner, err := e.cs.CoreV1().ConfigMaps(e.ns).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner"}}, metav1.CreateOptions{})
 	if err != nil {
@@ -498,9 +499,9 @@ func garbageCollection(t *testing.T, e *env) {
 	})
 }
 
-// releasedVolumesAreDeleted deletes the pods and claims and checks that their volumes, backing
+// testReleasedVolumesAreDeleted deletes the pods and claims and checks that their volumes, backing
 // files and loop devices go too.
-func releasedVolumesAreDeleted(t *testing.T, e *env) {
+func testReleasedVolumesAreDeleted(t *testing.T, e *env) {
 	ctx := context.Background()
 	claims, err := e.cs.CoreV1().PersistentVolumeClaims(e.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {

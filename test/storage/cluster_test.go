@@ -50,6 +50,7 @@ type cluster struct {
 
 // onCluster connects to the local cluster and makes a namespace for the spec (deleted after it).
 func onCluster(t *testing.T) *cluster {
+	t.Helper()
 	kc := os.Getenv("E2E_KUBECONFIG")
 	if kc == "" {
 		t.Skip("E2E_KUBECONFIG is not set: these specs run against the local cluster (make cluster-up e2e-storage)")

@@ -22,7 +22,7 @@ func SupportsTLS() (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	out, _ := exec.Command(bin, "--port", "0", "--bind", "127.0.0.1", "--tls-port", strconv.Itoa(port), //nolint:gosec // the test server binary
+	out, _ := exec.Command(bin, "--port", "0", "--bind", "127.0.0.1", "--tls-port", strconv.Itoa(port),
 		"--tls-cert-file", "/nonexistent").CombinedOutput()
 	if strings.Contains(string(out), "tls-key-file") {
 		return true, ""

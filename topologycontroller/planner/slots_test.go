@@ -93,6 +93,7 @@ func TestPlanSlots(t *testing.T) {
 }
 
 func applyPlanForTest(t *testing.T, targets []string, owned map[string][]int) map[string][]int {
+	t.Helper()
 	return applyPlan(t, owned, Slots(targets, owned))
 }
 

@@ -91,6 +91,7 @@ func BenchmarkExporterCost(b *testing.B) {
 
 // clusterPods are the running pods of vc.
 func clusterPods(ctx context.Context, b *testing.B, c client.Client, vc *valkeyv1.ValkeyCluster) []corev1.Pod {
+	b.Helper()
 	var list corev1.PodList
 	if err := c.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
 		b.Fatal(err)
@@ -109,6 +110,7 @@ type procSample struct {
 
 // sampleProcs reads every pod's valkey-start process, per cluster.
 func sampleProcs(b *testing.B, pods map[string][]corev1.Pod) map[string][]procSample {
+	b.Helper()
 	out := map[string][]procSample{}
 	for name, list := range pods {
 		for _, p := range list {
@@ -192,7 +194,7 @@ func scrapeFor(pods map[string][]corev1.Pod, d time.Duration) {
 		next := time.Now().Add(scrapeInterval)
 		for _, list := range pods {
 			for _, p := range list {
-				resp, err := hc.Get("http://" + p.Status.PodIP + ":9121/metrics") //nolint:noctx // bounded by the client's timeout
+				resp, err := hc.Get("http://" + p.Status.PodIP + ":9121/metrics")
 				if err == nil {
 					_, _ = io.Copy(io.Discard, resp.Body)
 					_ = resp.Body.Close()
@@ -206,6 +208,7 @@ func scrapeFor(pods map[string][]corev1.Pod, d time.Duration) {
 // writeTo runs the same writer on each cluster (its pods in pods) until stopped, counting
 // acknowledged writes.
 func writeTo(ctx context.Context, b *testing.B, c client.Client, pods map[string][]corev1.Pod, clusters ...*valkeyv1.ValkeyCluster) (map[string]*atomic.Int64, func()) {
+	b.Helper()
 	ctx, cancel := context.WithCancel(ctx)
 	var wg sync.WaitGroup
 	counts := map[string]*atomic.Int64{}
@@ -232,6 +235,7 @@ func writeTo(ctx context.Context, b *testing.B, c client.Client, pods map[string
 
 // dialCluster is a cluster-aware client of vc, seeded with its pods' addresses.
 func dialCluster(ctx context.Context, b *testing.B, c client.Client, vc *valkeyv1.ValkeyCluster, pods []corev1.Pod) valkey.Client {
+	b.Helper()
 	var secret corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.PasswordSecretName(vc.Name)}, &secret); err != nil {
 		b.Fatal(err)
