@@ -34,14 +34,14 @@ func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
 	r.saves.keepOnly(st.cluster.UID, list)
 	var active *valkeyv1.ValkeyBackup
 	for _, b := range list {
-		if backupFinished(b) || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.cluster.UID) {
+		if b.Finished() || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.cluster.UID) {
 			continue // a backup of a deleted cluster of this name: see backupReconciler
 		}
 		if err := r.backupStep(ctx, st, b, active); err != nil {
 			log.FromContext(ctx).Info("backup step failed; retrying", "backup", b.Name, "error", err.Error())
 			st.lookAgain(time.Second)
 		}
-		if active == nil && !backupFinished(b) {
+		if active == nil && !b.Finished() {
 			active = b
 		}
 	}
@@ -81,10 +81,10 @@ func (r *Reconciler) advanceBackup(ctx context.Context, st *clusterState, b *val
 			return err
 		}
 	}
-	if backupFinished(b) {
+	if b.Finished() {
 		return nil
 	}
-	if err := r.checkSnapshots(ctx, st, b); err != nil || backupFinished(b) {
+	if err := r.checkSnapshots(ctx, st, b); err != nil || b.Finished() {
 		return err
 	}
 	return r.checkCut(ctx, st, b)
@@ -159,11 +159,6 @@ func uncutSnapshots(st *clusterState, b *valkeyv1.ValkeyBackup) []string {
 	return out
 }
 
-// backupFinished tells whether b is Completed or Failed.
-func backupFinished(b *valkeyv1.ValkeyBackup) bool {
-	return b.Status.Phase == valkeyv1.BackupCompleted || b.Status.Phase == valkeyv1.BackupFailed
-}
-
 // savedPoints are the saved points of the backup under way, by node name: one per shard
 // saved so far, while the backup still needs them (it is Saving or Snapshotting). They go
 // when it completes, fails or is deleted.
@@ -189,7 +184,7 @@ func savedPoints(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) map[strin
 func backupUIDs(list []*valkeyv1.ValkeyBackup) map[types.UID]bool {
 	out := map[types.UID]bool{}
 	for _, b := range list {
-		if !backupFinished(b) {
+		if !b.Finished() {
 			out[b.UID] = true
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requests"
 	"valkey.io/operator/internal/requeue"
 )
 
@@ -27,7 +28,7 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	if err := r.Get(ctx, req.NamespacedName, &b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	if backupFinished(&b) || !b.DeletionTimestamp.IsZero() {
+	if b.Finished() || !b.DeletionTimestamp.IsZero() {
 		return ctrl.Result{}, nil
 	}
 	var vc valkeyv1.ValkeyCluster
@@ -54,7 +55,7 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 
 // backupsOfCluster maps a ValkeyCluster event to its unfinished backups.
 func (r *backupReconciler) backupsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return requestsOf(ctx, r, &valkeyv1.ValkeyBackupList{}, func(b client.Object) bool { return !backupFinished(b.(*valkeyv1.ValkeyBackup)) },
+	return requests.Of(ctx, r, &valkeyv1.ValkeyBackupList{}, func(b client.Object) bool { return !b.(*valkeyv1.ValkeyBackup).Finished() },
 		"the ValkeyBackups of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
 		client.InNamespace(o.GetNamespace()), client.MatchingFields{backupClusterField: o.GetName()})
 }

@@ -12,7 +12,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/partition"
+	"valkey.io/operator/internal/requests"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/schedule"
 )
 
 // backupClusterField indexes ValkeyBackups by spec.clusterName.
@@ -44,12 +47,16 @@ func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
 		Complete(shards.guardByCluster(r.Options.wrap("topology-backup", br), backupKey)); err != nil {
 		return fmt.Errorf("set up ValkeyBackup controller: %w", err)
 	}
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyBackupSchedule{}, scheduleClusterField, func(o client.Object) []string {
-		return []string{o.(*valkeyv1.ValkeyBackupSchedule).Spec.ClusterName}
-	}); err != nil {
-		return fmt.Errorf("index ValkeyBackupSchedules by cluster: %w", err)
+	return setupSchedules(mgr, r, shards)
+}
+
+// setupSchedules registers the controller of backup schedules (package schedule), routed by
+// their cluster's partition key like the backups they create.
+func setupSchedules(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
+	if err := schedule.IndexByCluster(context.Background(), mgr.GetFieldIndexer()); err != nil {
+		return err
 	}
-	sr := &scheduleReconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
+	sr := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
 	sb := ctrl.NewControllerManagedBy(mgr)
 	if shards != nil {
 		sb = sb.WatchesRawSource(shards.set.Source(shards.schedulesOf))
@@ -57,9 +64,9 @@ func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
 	if err := sb.
 		Named("topology-backup-schedule").
 		For(&valkeyv1.ValkeyBackupSchedule{}, builder.WithPredicates(predicate.GenerationChangedPredicate{})).
-		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(scheduleOfBackup)).
-		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(sr.schedulesOfCluster), builder.WithPredicates(status.DeletionChanged())).
-		Complete(shards.guardByCluster(r.Options.wrap("topology-backup-schedule", sr), scheduleKey)); err != nil {
+		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(schedule.OfBackup)).
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(sr.SchedulesOfCluster), builder.WithPredicates(status.DeletionChanged())).
+		Complete(shards.guardByCluster(r.Options.wrap("topology-backup-schedule", sr), schedule.Key)); err != nil {
 		return fmt.Errorf("set up ValkeyBackupSchedule controller: %w", err)
 	}
 	return nil
@@ -75,31 +82,13 @@ func clusterOfBackup(_ context.Context, o client.Object) []reconcile.Request {
 	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}}}
 }
 
-// scheduleOfBackup maps a scheduled backup's event to its schedule (retention counts it).
-func scheduleOfBackup(_ context.Context, o client.Object) []reconcile.Request {
-	name := o.GetLabels()[valkeyv1.LabelBackupSchedule]
-	if name == "" {
-		return nil
-	}
-	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: name}}}
-}
-
 // backupKey is the partition key of a backup: its cluster's namespace/name.
 func backupKey(ctx context.Context, c client.Client, req reconcile.Request) (string, error) {
 	var b valkeyv1.ValkeyBackup
 	if err := c.Get(ctx, req.NamespacedName, &b); err != nil {
 		return "", client.IgnoreNotFound(err)
 	}
-	return clusterKey(b.Namespace, b.Spec.ClusterName), nil
-}
-
-// scheduleKey is the partition key of a schedule: its cluster's namespace/name.
-func scheduleKey(ctx context.Context, c client.Client, req reconcile.Request) (string, error) {
-	var s valkeyv1.ValkeyBackupSchedule
-	if err := c.Get(ctx, req.NamespacedName, &s); err != nil {
-		return "", client.IgnoreNotFound(err)
-	}
-	return clusterKey(s.Namespace, s.Spec.ClusterName), nil
+	return partition.ClusterKey(b.Namespace, b.Spec.ClusterName), nil
 }
 
 // guardByCluster runs r for the objects whose cluster is in a partition held.
@@ -114,16 +103,16 @@ func (s *partitioned) guardByCluster(r reconcile.Reconciler, key func(context.Co
 
 // backupsOf lists the unfinished ValkeyBackups of partition p (enqueued when it is gained).
 func (s *partitioned) backupsOf(ctx context.Context, p int) []reconcile.Request {
-	return requestsOf(ctx, s.c, &valkeyv1.ValkeyBackupList{}, func(o client.Object) bool {
+	return requests.Of(ctx, s.c, &valkeyv1.ValkeyBackupList{}, func(o client.Object) bool {
 		b := o.(*valkeyv1.ValkeyBackup)
-		return !backupFinished(b) && s.set.Of(clusterKey(b.Namespace, b.Spec.ClusterName)) == p
+		return !b.Finished() && s.set.Of(partition.ClusterKey(b.Namespace, b.Spec.ClusterName)) == p
 	}, "the ValkeyBackups of a partition gained")
 }
 
 // schedulesOf lists the ValkeyBackupSchedules of partition p.
 func (s *partitioned) schedulesOf(ctx context.Context, p int) []reconcile.Request {
-	return requestsOf(ctx, s.c, &valkeyv1.ValkeyBackupScheduleList{}, func(o client.Object) bool {
+	return requests.Of(ctx, s.c, &valkeyv1.ValkeyBackupScheduleList{}, func(o client.Object) bool {
 		sc := o.(*valkeyv1.ValkeyBackupSchedule)
-		return s.set.Of(clusterKey(sc.Namespace, sc.Spec.ClusterName)) == p
+		return s.set.Of(partition.ClusterKey(sc.Namespace, sc.Spec.ClusterName)) == p
 	}, "the ValkeyBackupSchedules of a partition gained")
 }

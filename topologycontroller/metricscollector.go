@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/partition"
 	"valkey.io/operator/internal/status"
 )
 
@@ -110,7 +111,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	backupsOf := map[string][]*valkeyv1.ValkeyBackup{}
 	for i := range backups.Items {
 		b := &backups.Items[i]
-		key := clusterKey(b.Namespace, b.Spec.ClusterName)
+		key := partition.ClusterKey(b.Namespace, b.Spec.ClusterName)
 		backupsOf[key] = append(backupsOf[key], b)
 	}
 	exists := map[string]bool{}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requests"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
 )
@@ -115,6 +116,6 @@ func orphanShare(n *valkeyv1.ValkeyNode, why string) status.TopologyShare {
 
 // nodesOfCluster maps a ValkeyCluster event to its nodes (its deletion opens their drain).
 func (r *outsideReconciler) nodesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return requestsOf(ctx, r, &valkeyv1.ValkeyNodeList{}, nil, "the ValkeyNodes of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
+	return requests.Of(ctx, r, &valkeyv1.ValkeyNodeList{}, nil, "the ValkeyNodes of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
 		client.InNamespace(o.GetNamespace()), client.MatchingLabels{valkeyv1.LabelCluster: o.GetName()})
 }

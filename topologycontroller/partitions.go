@@ -10,6 +10,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/partition"
+	"valkey.io/operator/internal/requests"
 )
 
 // PartitionOptions shard the ValkeyClusters among several active replicas (see
@@ -115,17 +116,12 @@ func nodeKey(n *valkeyv1.ValkeyNode) string {
 	if n.Spec.ClusterName == "" {
 		return client.ObjectKeyFromObject(n).String()
 	}
-	return clusterKey(n.Namespace, n.Spec.ClusterName)
-}
-
-// clusterKey is the partition key of the objects of the cluster named name in namespace.
-func clusterKey(namespace, name string) string {
-	return client.ObjectKey{Namespace: namespace, Name: name}.String()
+	return partition.ClusterKey(n.Namespace, n.Spec.ClusterName)
 }
 
 // clustersOf lists the ValkeyClusters of partition p (enqueued when it is gained).
 func (s *partitioned) clustersOf(ctx context.Context, p int) []reconcile.Request {
-	return requestsOf(ctx, s.c, &valkeyv1.ValkeyClusterList{}, func(o client.Object) bool {
+	return requests.Of(ctx, s.c, &valkeyv1.ValkeyClusterList{}, func(o client.Object) bool {
 		return s.set.Of(client.ObjectKeyFromObject(o).String()) == p
 	}, "the ValkeyClusters of a partition gained")
 }
@@ -133,7 +129,7 @@ func (s *partitioned) clustersOf(ctx context.Context, p int) []reconcile.Request
 // nodesOf lists the ValkeyNodes being deleted in partition p: the outside-cluster
 // reconciler may owe them Drained.
 func (s *partitioned) nodesOf(ctx context.Context, p int) []reconcile.Request {
-	return requestsOf(ctx, s.c, &valkeyv1.ValkeyNodeList{}, func(o client.Object) bool {
+	return requests.Of(ctx, s.c, &valkeyv1.ValkeyNodeList{}, func(o client.Object) bool {
 		return !o.GetDeletionTimestamp().IsZero() && s.set.Of(nodeKey(o.(*valkeyv1.ValkeyNode))) == p
 	}, "the ValkeyNodes of a partition gained")
 }

@@ -135,6 +135,11 @@ type ValkeyBackupList struct {
 // GetConditions returns the backup's status conditions.
 func (b *ValkeyBackup) GetConditions() []metav1.Condition { return b.Status.Conditions }
 
+// Finished tells whether the backup completed or failed: nothing more happens to it.
+func (b *ValkeyBackup) Finished() bool {
+	return b.Status.Phase == BackupCompleted || b.Status.Phase == BackupFailed
+}
+
 // ValkeyBackupScheduleSpec is when to back a cluster up and how many backups to keep.
 type ValkeyBackupScheduleSpec struct {
 	// ClusterName is the ValkeyCluster, in the schedule's namespace, to back up.

@@ -145,3 +145,9 @@ func (s *Set) Guard(r reconcile.Reconciler, keyOf func(context.Context, reconcil
 // with leader election off (the topology controller's binary turns it off when partitioned)
 // every replica runs the loop; with it on, only the leader does.
 func (s *Set) NeedLeaderElection() bool { return true }
+
+// ClusterKey is the partition key of every object of the cluster named name in namespace
+// (the cluster, its nodes, backups and schedules): one replica handles them all.
+func ClusterKey(namespace, name string) string {
+	return namespace + "/" + name
+}

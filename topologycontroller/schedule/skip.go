@@ -1,4 +1,4 @@
-package topologycontroller
+package schedule
 
 import (
 	"context"
@@ -6,23 +6,25 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/requests"
 	"valkey.io/operator/internal/status"
 )
 
-// scheduleClusterField indexes ValkeyBackupSchedules by spec.clusterName.
-const scheduleClusterField = "spec.clusterName"
+// ClusterField indexes ValkeyBackupSchedules by spec.clusterName.
+const ClusterField = "spec.clusterName"
 
 // clusterMissing says why the schedule's cluster cannot be backed up because it is not
 // there: it does not exist, or it is being deleted; "" when it exists.
-func (r *scheduleReconciler) clusterMissing(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) (string, error) {
+func (r *Reconciler) clusterMissing(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) (string, error) {
 	var vc valkeyv1.ValkeyCluster
 	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterName}, &vc)
 	switch {
-	case isNotFound(err):
+	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("the ValkeyCluster %s does not exist in namespace %s", s.Spec.ClusterName, s.Namespace), nil
 	case err != nil:
 		return "", fmt.Errorf("get the ValkeyCluster %s: %w", s.Spec.ClusterName, err)
@@ -36,7 +38,7 @@ func (r *scheduleReconciler) clusterMissing(ctx context.Context, s *valkeyv1.Val
 // missing (Ready says so), or while a backup of the schedule is unfinished (Warning event
 // BackupSkipped naming it). A busy cluster or a slow backup thus never queues one backup
 // per scheduled time.
-func (r *scheduleReconciler) skip(s *valkeyv1.ValkeyBackupSchedule, due time.Time, clusterMissing string, backups []valkeyv1.ValkeyBackup) bool {
+func (r *Reconciler) skip(s *valkeyv1.ValkeyBackupSchedule, due time.Time, clusterMissing string, backups []valkeyv1.ValkeyBackup) bool {
 	if clusterMissing != "" {
 		return true
 	}
@@ -55,7 +57,7 @@ func unfinishedBackup(backups []valkeyv1.ValkeyBackup) *valkeyv1.ValkeyBackup {
 	var oldest *valkeyv1.ValkeyBackup
 	for i := range backups {
 		b := &backups[i]
-		if backupFinished(b) || !b.DeletionTimestamp.IsZero() {
+		if b.Finished() || !b.DeletionTimestamp.IsZero() {
 			continue
 		}
 		if oldest == nil || b.CreationTimestamp.Before(&oldest.CreationTimestamp) {
@@ -78,7 +80,7 @@ func backupProgress(b *valkeyv1.ValkeyBackup) string {
 }
 
 // backupsOf lists the schedule's backups.
-func (r *scheduleReconciler) backupsOf(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) ([]valkeyv1.ValkeyBackup, error) {
+func (r *Reconciler) backupsOf(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) ([]valkeyv1.ValkeyBackup, error) {
 	var list valkeyv1.ValkeyBackupList
 	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{valkeyv1.LabelBackupSchedule: s.Name}); err != nil {
 		return nil, fmt.Errorf("list the backups of schedule %s: %w", s.Name, err)
@@ -86,9 +88,9 @@ func (r *scheduleReconciler) backupsOf(ctx context.Context, s *valkeyv1.ValkeyBa
 	return list.Items, nil
 }
 
-// schedulesOfCluster maps the creation or deletion of a ValkeyCluster to the schedules that
+// SchedulesOfCluster maps the creation or deletion of a ValkeyCluster to the schedules that
 // name it: their Ready follows it.
-func (r *scheduleReconciler) schedulesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
-	return requestsOf(ctx, r, &valkeyv1.ValkeyBackupScheduleList{}, nil, "the ValkeyBackupSchedules of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
-		client.InNamespace(o.GetNamespace()), client.MatchingFields{scheduleClusterField: o.GetName()})
+func (r *Reconciler) SchedulesOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+	return requests.Of(ctx, r, &valkeyv1.ValkeyBackupScheduleList{}, nil, "the ValkeyBackupSchedules of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{ClusterField: o.GetName()})
 }

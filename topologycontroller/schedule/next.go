@@ -1,4 +1,4 @@
-package topologycontroller
+package schedule
 
 import (
 	"time"

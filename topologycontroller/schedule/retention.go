@@ -1,4 +1,4 @@
-package topologycontroller
+package schedule
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 
 // prune deletes those of the schedule's backups that are past its retention (their
 // VolumeSnapshots go with them, by ownerReference).
-func (r *scheduleReconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, backups []valkeyv1.ValkeyBackup) error {
+func (r *Reconciler) prune(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, backups []valkeyv1.ValkeyBackup) error {
 	for _, b := range pastRetention(backups, int(s.Spec.Retention)) {
 		if err := r.Delete(ctx, b, client.Preconditions{UID: &b.UID}); client.IgnoreNotFound(err) != nil {
 			return fmt.Errorf("delete the ValkeyBackup %s past retention: %w", b.Name, err)

@@ -1,4 +1,4 @@
-package topologycontroller
+package schedule
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -18,18 +19,18 @@ import (
 	"valkey.io/operator/internal/status"
 )
 
-// scheduleReconciler creates a schedule's ValkeyBackups at its cron times and deletes
+// Reconciler creates a schedule's ValkeyBackups at its cron times and deletes
 // those past its retention. The backups it creates have no owner: deleting a schedule
 // keeps them. It wakes at the next scheduled time (RequeueAfter), on a change of the
 // schedule, and when one of its backups changes (retention counts the completed ones).
-type scheduleReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
-	// now is the clock (time.Now when nil).
-	now func() time.Time
+	// Now is the clock (time.Now when nil).
+	Now func() time.Time
 }
 
-func (r *scheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var s valkeyv1.ValkeyBackupSchedule
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -44,7 +45,7 @@ func (r *scheduleReconciler) Reconcile(ctx context.Context, req ctrl.Request) (c
 	return res, nil
 }
 
-func (r *scheduleReconciler) reconcileSchedule(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) (ctrl.Result, error) {
+func (r *Reconciler) reconcileSchedule(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) (ctrl.Result, error) {
 	before := s.DeepCopy()
 	sched, err := parseSchedule(s.Spec.Schedule)
 	if err != nil {
@@ -79,7 +80,7 @@ func (r *scheduleReconciler) reconcileSchedule(ctx context.Context, s *valkeyv1.
 
 // schedule takes the time due, if any, and reports Ready: Scheduled, or ClusterNotFound
 // (with a Warning event when it starts) while the schedule's cluster does not exist.
-func (r *scheduleReconciler) schedule(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, backups []valkeyv1.ValkeyBackup) error {
+func (r *Reconciler) schedule(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, backups []valkeyv1.ValkeyBackup) error {
 	missing, err := r.clusterMissing(ctx, s)
 	if err != nil {
 		return err
@@ -104,7 +105,7 @@ func (r *scheduleReconciler) schedule(ctx context.Context, s *valkeyv1.ValkeyBac
 // times missed before it are not made up). The time passes without a backup, and counts as
 // taken, while the cluster is missing or a backup of the schedule is unfinished (see skip):
 // scheduled backups never pile up.
-func (r *scheduleReconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, clusterMissing string, backups []valkeyv1.ValkeyBackup) error {
+func (r *Reconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule, sched interface{ Next(time.Time) time.Time }, now time.Time, clusterMissing string, backups []valkeyv1.ValkeyBackup) error {
 	since := s.CreationTimestamp.Time
 	if s.Status.LastScheduleTime != nil {
 		since = s.Status.LastScheduleTime.Time
@@ -119,7 +120,7 @@ func (r *scheduleReconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBa
 		return nil
 	}
 	b := scheduledBackup(s, due)
-	if err := r.Create(ctx, b); err != nil && !isAlreadyExists(err) {
+	if err := r.Create(ctx, b); err != nil && !apierrors.IsAlreadyExists(err) {
 		return fmt.Errorf("create the ValkeyBackup %s: %w", b.Name, err)
 	} else if err == nil {
 		r.Recorder.Eventf(s, b, corev1.EventTypeNormal, valkeyv1.EventBackupCreated, "Schedule", "created the ValkeyBackup %s for %s", b.Name, due.Format(time.RFC3339))
@@ -140,9 +141,9 @@ func scheduledBackup(s *valkeyv1.ValkeyBackupSchedule, t time.Time) *valkeyv1.Va
 	}
 }
 
-func (r *scheduleReconciler) clock() time.Time {
-	if r.now != nil {
-		return r.now()
+func (r *Reconciler) clock() time.Time {
+	if r.Now != nil {
+		return r.Now()
 	}
 	return time.Now()
 }
@@ -161,7 +162,7 @@ func isReason(conds []metav1.Condition, reason, msg string) bool {
 }
 
 // writeSchedule writes s's status when it changed from before.
-func (r *scheduleReconciler) writeSchedule(ctx context.Context, before, s *valkeyv1.ValkeyBackupSchedule) error {
+func (r *Reconciler) writeSchedule(ctx context.Context, before, s *valkeyv1.ValkeyBackupSchedule) error {
 	if equality.Semantic.DeepEqual(before.Status, s.Status) {
 		return nil
 	}

@@ -1,4 +1,6 @@
-package topologycontroller
+// Package requests turns a list of objects into reconcile requests: what the mappers from
+// one object to its children and the lists of a partition gained have in common.
+package requests
 
 import (
 	"context"
@@ -10,11 +12,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
-// requestsOf lists objects into list (with opts) and returns a request for each one keep
+// Of lists objects into list (with opts) and returns a request for each one keep
 // accepts (every one when keep is nil): what the mappers from a cluster to its children and
 // the lists of a partition gained share. A list that fails is logged, as what, and maps to
 // nothing (the next event or resync tries again).
-func requestsOf(ctx context.Context, c client.Reader, list client.ObjectList, keep func(client.Object) bool, what string, opts ...client.ListOption) []reconcile.Request {
+func Of(ctx context.Context, c client.Reader, list client.ObjectList, keep func(client.Object) bool, what string, opts ...client.ListOption) []reconcile.Request {
 	if err := c.List(ctx, list, opts...); err != nil {
 		log.FromContext(ctx).Error(err, "list "+what)
 		return nil
