@@ -30,6 +30,7 @@ type Reconciler struct {
 	Now func() time.Time
 }
 
+// Reconcile runs one schedule: the time due, if any, retention, and its status.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var s valkeyv1.ValkeyBackupSchedule
 	if err := r.Get(ctx, req.NamespacedName, &s); err != nil {
