@@ -13,6 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
 // desiredNodeSpec is the spec of node (shard, replica) of vc: its place, and a copy of the
@@ -100,7 +101,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 // nodeUpToDate tells whether node n has the desired spec and labels.
 func nodeUpToDate(n *valkeyv1.ValkeyNode, spec valkeyv1.ValkeyNodeSpec) bool {
 	labels := valkeyv1.NodeLabels(&valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: n.Name}, Spec: spec})
-	return equality.Semantic.DeepEqual(n.Spec, spec) && hasLabels(n.Labels, labels)
+	return equality.Semantic.DeepEqual(n.Spec, spec) && owned.HasLabels(n.Labels, labels)
 }
 
 // createNodes creates the given ValkeyNodes, fanOutParallelism at once, and returns those
@@ -184,13 +185,4 @@ func notOursYet(n *valkeyv1.ValkeyNode) string {
 		state = "it is being deleted"
 	}
 	return fmt.Sprintf("waiting for ValkeyNode %s of %s to go before creating this cluster's node of that name (%s)", n.Name, owner, state)
-}
-
-func hasLabels(have, want map[string]string) bool {
-	for k, v := range want {
-		if have[k] != v {
-			return false
-		}
-	}
-	return true
 }

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
 // createSecret creates the generated Secret name with a random password, owned by vc. When
@@ -44,7 +45,7 @@ func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 // and vc as its controller, as the controller makes its generated Secrets.
 func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ corev1.SecretType, data map[string][]byte) (*corev1.Secret, error) {
 	s := &corev1.Secret{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: ownedLabels(vc)},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: owned.ClusterLabels(vc.Name)},
 		Type:       typ,
 		Data:       data,
 	}

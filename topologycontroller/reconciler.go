@@ -14,6 +14,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/exposure"
 )
 
 // Reconciler reconciles a ValkeyCluster: its ValkeyNodes, its Valkey cluster and the
@@ -235,14 +236,12 @@ func movesSlots(phase string) bool {
 	return phase == "drain" || phase == "slots" || phase == "scale in"
 }
 
-// protect writes what guards and reaches the cluster's pods: a PodDisruptionBudget per
-// shard, the cluster's NetworkPolicy and its Services.
+// protect writes what guards and reaches the cluster's pods (package exposure): a
+// PodDisruptionBudget per shard, the cluster's NetworkPolicy and its Services; what it could
+// not keep goes into the round's status.
 func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
-	if err := r.applyDisruptionBudgets(ctx, st); err != nil {
-		return err
-	}
-	if err := r.applyNetworkPolicy(ctx, st); err != nil {
-		return err
-	}
-	return r.applyServices(ctx, st)
+	w := exposure.Writer{Client: r.Client, APIReader: r.APIReader, ClientPort: r.Options.ValkeyPort, OperatorNamespace: r.Options.OperatorNamespace}
+	out, err := w.Apply(ctx, st.cluster, st.nodes, roundReport{r: r, st: st})
+	st.policyRefused, st.serviceRefused = out.PolicyRefused, out.ServiceRefused
+	return err
 }

@@ -37,6 +37,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/exposure"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
@@ -235,7 +236,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Owns(&valkeyv1.ValkeyNode{}, builder.WithPredicates(nodeChanged())).
 		Owns(&policyv1.PodDisruptionBudget{}, builder.WithPredicates(changedByOthers())).
 		Owns(&networkingv1.NetworkPolicy{}, builder.WithPredicates(changedByOthers())).
-		Owns(&corev1.Service{}, builder.WithPredicates(serviceChanged())).
+		Owns(&corev1.Service{}, builder.WithPredicates(exposure.ServiceChanged())).
 		Watches(&valkeyv1.ValkeyBackup{}, handler.EnqueueRequestsFromMapFunc(r.clustersOfBackup), builder.WithPredicates(backupPhaseChanged())).
 		WithOptions(controller.Options{MaxConcurrentReconciles: opts.MaxConcurrentReconciles}).
 		Complete(shards.guardClusters(opts.wrap("topology", r))); err != nil {

@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
 // Foreign reads obj past the cache (an empty object of its kind, with its namespace and name;
@@ -26,4 +28,24 @@ func Foreign(ctx context.Context, r client.Reader, owner metav1.Object, obj clie
 		return false, fmt.Errorf("get %T %s: %w", obj, obj.GetName(), err)
 	}
 	return !metav1.IsControlledBy(obj, owner), nil
+}
+
+// HasLabels tells whether have carries every label of want, with its value.
+func HasLabels(have, want map[string]string) bool {
+	for k, v := range want {
+		if have[k] != v {
+			return false
+		}
+	}
+	return true
+}
+
+// ClusterLabels are the labels of what the topology controller makes for the cluster
+// named cluster (Services, NetworkPolicy, budgets, Secrets).
+func ClusterLabels(cluster string) map[string]string {
+	return map[string]string{
+		valkeyv1.LabelCluster:   cluster,
+		valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue,
+		valkeyv1.LabelName:      valkeyv1.NameValue,
+	}
 }

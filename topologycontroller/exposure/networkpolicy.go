@@ -1,4 +1,4 @@
-package topologycontroller
+package exposure
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/netpolicy"
+	"valkey.io/operator/internal/owned"
 )
 
 // busPortOffset is the distance of Valkey's cluster bus port from its client port.
@@ -22,48 +23,45 @@ const busPortOffset = 10000
 
 // applyNetworkPolicy writes the cluster's NetworkPolicy (see desiredNetworkPolicy), or deletes
 // it when spec.network.policy is Disabled. One the API server refuses (a clientFrom peer
-// it finds invalid) is reported on st (Progressing=True, NetworkPolicyRefused, and a Warning
+// it finds invalid) is reported through round and returned (Progressing=True, NetworkPolicyRefused, and a Warning
 // event when new) and does not stop the round: the servers are run and repaired as before.
-func (r *Reconciler) applyNetworkPolicy(ctx context.Context, st *clusterState) error {
-	vc := st.cluster
+func (w *Writer) applyNetworkPolicy(ctx context.Context, vc *valkeyv1.ValkeyCluster, round Round) (string, error) {
 	var cur networkingv1.NetworkPolicy
-	err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.NetworkPolicyName(vc.Name)}, &cur)
-	if err != nil && !isNotFound(err) {
-		return fmt.Errorf("get NetworkPolicy %s: %w", valkeyv1.NetworkPolicyName(vc.Name), err)
+	err := w.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.NetworkPolicyName(vc.Name)}, &cur)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return "", fmt.Errorf("get NetworkPolicy %s: %w", valkeyv1.NetworkPolicyName(vc.Name), err)
 	}
 	exists := err == nil && metav1.IsControlledBy(&cur, vc)
 	if !vc.Spec.Network.PolicyEnabled() {
 		if !exists {
-			return nil
+			return "", nil
 		}
-		if err := r.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID}); err != nil && !isNotFound(err) {
-			return fmt.Errorf("delete NetworkPolicy %s: %w", cur.Name, err)
+		if err := w.Client.Delete(ctx, &cur, client.Preconditions{UID: &cur.UID}); err != nil && !apierrors.IsNotFound(err) {
+			return "", fmt.Errorf("delete NetworkPolicy %s: %w", cur.Name, err)
 		}
-		return nil
+		return "", nil
 	}
-	want := desiredNetworkPolicy(vc, r.Options.ValkeyPort, r.Options.OperatorNamespace)
-	if exists && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && hasLabels(cur.Labels, want.Labels) {
-		return nil
+	want := desiredNetworkPolicy(vc, w.ClientPort, w.OperatorNamespace)
+	if exists && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && owned.HasLabels(cur.Labels, want.Labels) {
+		return "", nil
 	}
 	if !exists {
-		why, err := r.foreign(ctx, vc, "NetworkPolicy", &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
+		why, err := w.foreign(ctx, vc, "NetworkPolicy", &networkingv1.NetworkPolicy{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
 		if err != nil {
-			return err
+			return "", err
 		}
 		if why != "" {
-			r.policyNotKept(st, why+" (or set spec.network.policy: Disabled and write your own)")
-			return nil
+			return policyNotKept(round, why+" (or set spec.network.policy: Disabled and write your own)"), nil
 		}
 	}
-	err = r.applyOwned(ctx, want)
+	err = w.applyOwned(ctx, want)
 	if apierrors.IsInvalid(err) {
-		r.policyNotKept(st, fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom (or set spec.network.policy: Disabled and write your own)", want.Name, err))
-		return nil
+		return policyNotKept(round, fmt.Sprintf("NetworkPolicy %s refused: %v; correct spec.network.clientFrom (or set spec.network.policy: Disabled and write your own)", want.Name, err)), nil
 	}
 	if err != nil {
-		return fmt.Errorf("apply NetworkPolicy %s: %w", want.Name, err)
+		return "", fmt.Errorf("apply NetworkPolicy %s: %w", want.Name, err)
 	}
-	return nil
+	return "", nil
 }
 
 // topologyPods are the topology controller's pods: the labels its Deployment gives them, in
@@ -72,13 +70,10 @@ func topologyPods(operatorNamespace string) networkingv1.NetworkPolicyPeer {
 	return netpolicy.OperatorPods(operatorNamespace, netpolicy.TopologyController)
 }
 
-// policyNotKept records why the cluster's NetworkPolicy is not as wanted, with a Warning
-// event when Progressing did not say so already.
-func (r *Reconciler) policyNotKept(st *clusterState, why string) {
-	st.policyRefused = why
-	if !progressingSays(st, why) {
-		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", "%s", why)
-	}
+// policyNotKept reports why the cluster's NetworkPolicy is not as wanted and returns it.
+func policyNotKept(round Round, why string) string {
+	round.Refused(valkeyv1.EventNetworkPolicyRefused, "ApplyNetworkPolicy", why)
+	return why
 }
 
 // desiredNetworkPolicy admits to the cluster's pods: on the bus port, the cluster's own pods
@@ -117,7 +112,7 @@ func desiredNetworkPolicy(vc *valkeyv1.ValkeyCluster, clientPort int, operatorNa
 	return &networkingv1.NetworkPolicy{
 		TypeMeta: metav1.TypeMeta{APIVersion: networkingv1.SchemeGroupVersion.String(), Kind: "NetworkPolicy"},
 		ObjectMeta: metav1.ObjectMeta{
-			Name: valkeyv1.NetworkPolicyName(vc.Name), Namespace: vc.Namespace, Labels: ownedLabels(vc),
+			Name: valkeyv1.NetworkPolicyName(vc.Name), Namespace: vc.Namespace, Labels: owned.ClusterLabels(vc.Name),
 			OwnerReferences: []metav1.OwnerReference{clusterOwner(vc)},
 		},
 		Spec: networkingv1.NetworkPolicySpec{

@@ -1,4 +1,4 @@
-package topologycontroller
+package exposure
 
 import (
 	"context"
@@ -7,12 +7,14 @@ import (
 
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
 // applyDisruptionBudgets keeps one PodDisruptionBudget per shard, owned by the cluster: at most
@@ -21,10 +23,9 @@ import (
 // valkey-start). A shard removed by scale-in keeps its budget until none of its
 // ValkeyNodes is left. Budgets already as desired are not written again. A budget of a
 // shard's name that another object controls is left as it is and reported (ObjectNotOwned).
-func (r *Reconciler) applyDisruptionBudgets(ctx context.Context, st *clusterState) error {
-	vc, nodes := st.cluster, st.nodes
+func (w *Writer) applyDisruptionBudgets(ctx context.Context, vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode, round Round) error {
 	var list policyv1.PodDisruptionBudgetList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
+	if err := w.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
 		return fmt.Errorf("list PodDisruptionBudgets of %s: %w", vc.Name, err)
 	}
 	have := map[string]*policyv1.PodDisruptionBudget{}
@@ -44,25 +45,25 @@ func (r *Reconciler) applyDisruptionBudgets(ctx context.Context, st *clusterStat
 		want := desiredBudget(vc, s)
 		cur := have[want.Name]
 		delete(have, want.Name)
-		if cur != nil && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && hasLabels(cur.Labels, want.Labels) {
+		if cur != nil && equality.Semantic.DeepEqual(cur.Spec, want.Spec) && owned.HasLabels(cur.Labels, want.Labels) {
 			continue
 		}
 		if cur == nil {
-			why, err := r.foreign(ctx, vc, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
+			why, err := w.foreign(ctx, vc, "PodDisruptionBudget", &policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Namespace: want.Namespace, Name: want.Name}})
 			if err != nil {
 				return err
 			}
 			if why != "" {
-				r.reportNotOwned(st, why)
+				round.NotOwned(why)
 				continue
 			}
 		}
-		if err := r.applyOwned(ctx, want); err != nil {
+		if err := w.applyOwned(ctx, want); err != nil {
 			return fmt.Errorf("apply PodDisruptionBudget %s: %w", want.Name, err)
 		}
 	}
 	for _, gone := range have {
-		if err := r.Delete(ctx, gone, client.Preconditions{UID: &gone.UID}); err != nil && !isNotFound(err) {
+		if err := w.Client.Delete(ctx, gone, client.Preconditions{UID: &gone.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete PodDisruptionBudget %s: %w", gone.Name, err)
 		}
 	}
@@ -73,7 +74,7 @@ func (r *Reconciler) applyDisruptionBudgets(ctx context.Context, st *clusterStat
 // the cluster's and the shard's labels. A pod that is not Ready may always be evicted
 // (AlwaysAllow): it serves nothing, and a budget that counted it would block drains.
 func desiredBudget(vc *valkeyv1.ValkeyCluster, shard int32) *policyv1.PodDisruptionBudget {
-	labels := ownedLabels(vc)
+	labels := owned.ClusterLabels(vc.Name)
 	labels[valkeyv1.LabelShard] = strconv.Itoa(int(shard))
 	pdb := &policyv1.PodDisruptionBudget{
 		TypeMeta: metav1.TypeMeta{APIVersion: policyv1.SchemeGroupVersion.String(), Kind: "PodDisruptionBudget"},
@@ -91,10 +92,4 @@ func desiredBudget(vc *valkeyv1.ValkeyCluster, shard int32) *policyv1.PodDisrupt
 		},
 	}
 	return pdb
-}
-
-// clusterOwner makes the cluster the controller owner (garbage collection removes what it
-// owns with it).
-func clusterOwner(vc *valkeyv1.ValkeyCluster) metav1.OwnerReference {
-	return *metav1.NewControllerRef(vc, valkeyv1.GroupVersion.WithKind("ValkeyCluster"))
 }

@@ -1,4 +1,4 @@
-package topologycontroller
+package exposure
 
 import (
 	"context"
@@ -14,45 +14,43 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/owned"
 )
 
 // applyServices writes the cluster's client Service and headless Service (see
 // desiredServices). One the API server refuses, or one of the same name that the cluster
-// does not own, is reported on st (Progressing=True, ServiceRefused, and a Warning event
+// does not own, is reported through round and returned (Progressing=True, ServiceRefused, and a Warning event
 // when new) and does not stop the round: the servers are run and repaired as before.
-func (r *Reconciler) applyServices(ctx context.Context, st *clusterState) error {
+func (w *Writer) applyServices(ctx context.Context, vc *valkeyv1.ValkeyCluster, round Round) (string, error) {
 	var refused []string
-	for _, want := range desiredServices(st.cluster, r.Options.ValkeyPort) {
-		why, err := r.service(ctx, st, want)
+	for _, want := range desiredServices(vc, w.ClientPort) {
+		why, err := w.service(ctx, vc, round, want)
 		if err != nil {
-			return err
+			return "", err
 		}
 		if why != "" {
 			refused = append(refused, why)
 		}
 	}
 	if len(refused) == 0 {
-		return nil
+		return "", nil
 	}
-	st.serviceRefused = fmt.Sprint(refused)
+	why := fmt.Sprint(refused)
 	if len(refused) == 1 {
-		st.serviceRefused = refused[0]
+		why = refused[0]
 	}
-	if !progressingSays(st, st.serviceRefused) {
-		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventServiceRefused, "ApplyService", "%s", st.serviceRefused)
-	}
-	return nil
+	round.Refused(valkeyv1.EventServiceRefused, "ApplyService", why)
+	return why, nil
 }
 
 // service creates or updates one Service. It returns why the Service cannot be kept
 // ("" when it is as wanted), or an error to retry.
-func (r *Reconciler) service(ctx context.Context, st *clusterState, want *corev1.Service) (string, error) {
-	vc := st.cluster
+func (w *Writer) service(ctx context.Context, vc *valkeyv1.ValkeyCluster, round Round, want *corev1.Service) (string, error) {
 	var cur corev1.Service
-	err := r.Get(ctx, client.ObjectKeyFromObject(want), &cur)
+	err := w.Client.Get(ctx, client.ObjectKeyFromObject(want), &cur)
 	switch {
-	case isNotFound(err):
-		return r.createService(ctx, st, want)
+	case apierrors.IsNotFound(err):
+		return w.createService(ctx, vc, round, want)
 	case err != nil:
 		return "", fmt.Errorf("get Service %s: %w", want.Name, err)
 	case !metav1.IsControlledBy(&cur, vc):
@@ -60,7 +58,7 @@ func (r *Reconciler) service(ctx context.Context, st *clusterState, want *corev1
 	case serviceUpToDate(&cur, want):
 		return "", nil
 	}
-	err = r.applyOwned(ctx, want)
+	err = w.applyOwned(ctx, want)
 	if apierrors.IsInvalid(err) || apierrors.IsForbidden(err) {
 		return fmt.Sprintf("Service %s refused: %v; delete it so that it is made again", want.Name, err), nil
 	}
@@ -74,18 +72,18 @@ func (r *Reconciler) service(ctx context.Context, st *clusterState, want *corev1
 // never takes over a Service of the same name that someone else made: the cache holds only
 // the operator's own. When it exists, a direct read tells whether it is the cluster's (a
 // cache that lags its creation) or another's.
-func (r *Reconciler) createService(ctx context.Context, st *clusterState, want *corev1.Service) (string, error) {
-	err := r.Create(ctx, want.DeepCopy(), client.FieldOwner(valkeyv1.FieldManagerTopology))
+func (w *Writer) createService(ctx context.Context, vc *valkeyv1.ValkeyCluster, round Round, want *corev1.Service) (string, error) {
+	err := w.Client.Create(ctx, want.DeepCopy(), client.FieldOwner(valkeyv1.FieldManagerTopology))
 	switch {
 	case err == nil:
-		r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventServiceCreated, "CreateService", "created Service %s", want.Name)
+		round.Event(corev1.EventTypeNormal, valkeyv1.EventServiceCreated, "CreateService", "created Service "+want.Name)
 		return "", nil
 	case apierrors.IsAlreadyExists(err):
 		var cur corev1.Service
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &cur); err != nil {
+		if err := w.APIReader.Get(ctx, client.ObjectKeyFromObject(want), &cur); err != nil {
 			return "", fmt.Errorf("get Service %s: %w", want.Name, err)
 		}
-		if metav1.IsControlledBy(&cur, st.cluster) {
+		if metav1.IsControlledBy(&cur, vc) {
 			return "", nil
 		}
 		return notOwned(want.Name), nil
@@ -102,7 +100,7 @@ func notOwned(name string) string {
 
 // serviceUpToDate: cur has every field of want the controller sets.
 func serviceUpToDate(cur, want *corev1.Service) bool {
-	return hasLabels(cur.Labels, want.Labels) &&
+	return owned.HasLabels(cur.Labels, want.Labels) &&
 		cur.Spec.Type == want.Spec.Type &&
 		(want.Spec.ClusterIP == "" || cur.Spec.ClusterIP == want.Spec.ClusterIP) &&
 		cur.Spec.PublishNotReadyAddresses == want.Spec.PublishNotReadyAddresses &&
@@ -121,7 +119,7 @@ func desiredServices(vc *valkeyv1.ValkeyCluster, clientPort int) []*corev1.Servi
 		return &corev1.Service{
 			TypeMeta: metav1.TypeMeta{APIVersion: "v1", Kind: "Service"},
 			ObjectMeta: metav1.ObjectMeta{
-				Name: name, Namespace: vc.Namespace, Labels: ownedLabels(vc),
+				Name: name, Namespace: vc.Namespace, Labels: owned.ClusterLabels(vc.Name),
 				OwnerReferences: []metav1.OwnerReference{clusterOwner(vc)},
 			},
 			Spec: spec,
@@ -140,7 +138,7 @@ func desiredServices(vc *valkeyv1.ValkeyCluster, clientPort int) []*corev1.Servi
 // and on the headless Service the cluster bus.
 func servicePorts(vc *valkeyv1.ValkeyCluster, clientPort int, bus bool) []corev1.ServicePort {
 	port := func(name string, p int) corev1.ServicePort {
-		return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: count32(p), TargetPort: intstr.FromInt(p)}
+		return corev1.ServicePort{Name: name, Protocol: corev1.ProtocolTCP, Port: int32(p), TargetPort: intstr.FromInt(p)} //nolint:gosec // G115: a port number
 	}
 	ports := []corev1.ServicePort{port("client", clientPort)}
 	if tls := vc.Spec.TLS; tls != nil && tls.PlaintextPort != nil {
@@ -152,9 +150,9 @@ func servicePorts(vc *valkeyv1.ValkeyCluster, clientPort int, bus bool) []corev1
 	return ports
 }
 
-// serviceChanged wakes the cluster when one of its Services is deleted or its spec or
+// ServiceChanged wakes the cluster when one of its Services is deleted or its spec or
 // labels change (Services have no generation to compare), not on creation.
-func serviceChanged() predicate.Predicate {
+func ServiceChanged() predicate.Predicate {
 	return predicate.Funcs{
 		CreateFunc: func(event.CreateEvent) bool { return false },
 		UpdateFunc: func(e event.UpdateEvent) bool {

@@ -1,4 +1,4 @@
-package topologycontroller
+package exposure
 
 import (
 	"testing"
