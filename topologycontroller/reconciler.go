@@ -14,6 +14,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
 )
 
@@ -105,7 +106,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	cs := newConns(creds, r.Options.DialTimeout, r.Options.CommandTimeout)
 	defer cs.close()
 	if certificate != nil {
-		cs.useTLS(certificate.roots)
+		cs.useTLS(certificate.Roots)
 	}
 	st := r.observe(ctx, vc, nodes, cs)
 	st.restore = restore
@@ -179,7 +180,7 @@ func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluste
 
 // serverSettings brings what each server runs without a restart up to date: its TLS
 // certificate and the live keys of spec.config.
-func (r *Reconciler) serverSettings(ctx context.Context, st *clusterState, certificate *bundle) {
+func (r *Reconciler) serverSettings(ctx context.Context, st *clusterState, certificate *certs.Bundle) {
 	r.reloadCertificates(ctx, st, certificate)
 	r.applyLiveConfig(ctx, st)
 }

@@ -14,12 +14,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/certs"
 )
 
 // generatedTLS keeps the cluster's CA (Secret <cluster>-ca) and its servers' certificate
 // (Secret <cluster>-tls), issuing the certificate again when it is missing or damaged, not
 // signed by the CA, due for renewal, or when a pod IP is not covered.
-func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*bundle, error) {
+func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
 	ca, caPEM, err := r.clusterCA(ctx, vc)
 	if err != nil {
 		return nil, err
@@ -41,7 +42,7 @@ func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	}
 	why := "no certificate yet"
 	if exists {
-		b, bad := parseBundle(s.Data, now)
+		b, bad := certs.ParseBundle(s.Data, now)
 		why = reissueReason(b, bad, caPEM, serviceNames(vc, r.Options.ClusterDomain), ips, now)
 		if why == "" {
 			return b, nil
@@ -51,16 +52,16 @@ func (r *Reconciler) generatedTLS(ctx context.Context, vc *valkeyv1.ValkeyCluste
 }
 
 // reissueReason says why a generated certificate must be issued again, "" when it is good.
-func reissueReason(b *bundle, bad error, caPEM []byte, names, ips []string, now time.Time) string {
+func reissueReason(b *certs.Bundle, bad error, caPEM []byte, names, ips []string, now time.Time) string {
 	switch {
 	case bad != nil:
 		return "the certificate Secret was damaged: " + bad.Error()
-	case !bytes.Equal(b.ca, caPEM):
+	case !bytes.Equal(b.CA, caPEM):
 		return "the CA changed"
-	case dueForRenewal(b.leaf, now):
-		return fmt.Sprintf("less than a third of its validity is left (it expires at %s)", b.leaf.NotAfter.UTC().Format(time.RFC3339))
+	case certs.DueForRenewal(b.Leaf, now):
+		return fmt.Sprintf("less than a third of its validity is left (it expires at %s)", b.Leaf.NotAfter.UTC().Format(time.RFC3339))
 	}
-	if missing := uncovered(b.leaf, names, ips); len(missing) > 0 {
+	if missing := certs.Uncovered(b.Leaf, names, ips); len(missing) > 0 {
 		return "it does not cover " + strings.Join(missing, ", ")
 	}
 	return ""
@@ -68,34 +69,34 @@ func reissueReason(b *bundle, bad error, caPEM []byte, names, ips []string, now 
 
 // issue issues the servers' certificate and writes it into the TLS Secret s (created when
 // it does not exist), with the CA for clients to trust.
-func (r *Reconciler) issue(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, ca *keyPair, caPEM []byte, ips []string, why string) (*bundle, error) {
+func (r *Reconciler) issue(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, ca *certs.KeyPair, caPEM []byte, ips []string, why string) (*certs.Bundle, error) {
 	var parsed []net.IP
 	for _, ip := range ips {
 		parsed = append(parsed, net.ParseIP(ip))
 	}
-	certPEM, keyPEM, err := issueServer(ca, valkeyv1.ClientServiceName(vc.Name)+"."+vc.Namespace+".svc",
+	certPEM, keyPEM, err := certs.IssueServer(ca, valkeyv1.ClientServiceName(vc.Name)+"."+vc.Namespace+".svc",
 		serviceNames(vc, r.Options.ClusterDomain), parsed, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, caCertKey: caPEM}
+	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, certs.CACertKey: caPEM}
 	if err := r.writeSecret(ctx, vc, s, exists, valkeyv1.TLSSecretName(vc.Name), corev1.SecretTypeTLS, data); err != nil {
 		return nil, err
 	}
-	b, err := parseBundle(data, time.Now())
+	b, err := certs.ParseBundle(data, time.Now())
 	if err != nil {
 		return nil, fmt.Errorf("check the issued certificate: %w", err)
 	}
 	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateIssued, "IssueCertificate",
 		"issued the servers' certificate (serial %x, valid until %s) into Secret %s: %s",
-		b.leaf.SerialNumber, b.leaf.NotAfter.UTC().Format(time.RFC3339), valkeyv1.TLSSecretName(vc.Name), why)
+		b.Leaf.SerialNumber, b.Leaf.NotAfter.UTC().Format(time.RFC3339), valkeyv1.TLSSecretName(vc.Name), why)
 	return b, nil
 }
 
 // clusterCA returns the cluster's CA, made (Secret <cluster>-ca, owned by the cluster) when
 // missing before the cluster has nodes. A damaged CA Secret, or one deleted while nodes
 // run, is reported, not replaced: the servers trust it.
-func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*keyPair, []byte, error) {
+func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.KeyPair, []byte, error) {
 	name := valkeyv1.CASecretName(vc.Name)
 	var s corev1.Secret
 	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s)
@@ -103,7 +104,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 		return nil, nil, generatedNotOwned(vc, name, "the cluster's CA")
 	}
 	if err == nil {
-		ca, perr := parseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
+		ca, perr := certs.ParseKeyPair(s.Data[corev1.TLSCertKey], s.Data[corev1.TLSPrivateKeyKey])
 		if perr != nil {
 			return nil, nil, &tlsError{valkeyv1.ReasonTLSSecretInvalid, fmt.Sprintf(
 				"the cluster's CA Secret %s cannot be used (%v): delete it, and a new CA and certificate are made (servers reload them without a restart)", name, perr)}
@@ -122,7 +123,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 			"the cluster's CA Secret %s was deleted while %d nodes run with certificates it signed; not making a new CA, which they would not trust: "+
 				"restore %s (tls.crt and tls.key of the CA; ca.crt of Secret %s holds its certificate)", name, nodes, name, valkeyv1.TLSSecretName(vc.Name))}
 	}
-	certPEM, keyPEM, err := newCA(vc.Name, time.Now())
+	certPEM, keyPEM, err := certs.NewCA(vc.Name, time.Now())
 	if err != nil {
 		return nil, nil, err
 	}
@@ -130,7 +131,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 	if err := r.writeSecret(ctx, vc, &s, false, name, corev1.SecretTypeTLS, data); err != nil {
 		return nil, nil, err
 	}
-	ca, err := parseKeyPair(certPEM, keyPEM)
+	ca, err := certs.ParseKeyPair(certPEM, keyPEM)
 	return ca, certPEM, err
 }
 

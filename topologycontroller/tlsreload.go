@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/certs"
 )
 
 // reloadRecheck is how soon servers asked to reload their certificate are looked at again:
@@ -22,15 +23,15 @@ const reloadRecheck = 2 * time.Second
 // dialed this round with the Secret's, and asks the servers that serve another one to load
 // their certificate files again (CONFIG SET of the same paths: Valkey and Redis reload the
 // TLS context without a restart). It decides TLSReady.
-func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b *bundle) {
+func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b *certs.Bundle) {
 	if b == nil {
 		return
 	}
-	recordCertExpiry(st.cluster, b.leaf.NotAfter)
+	recordCertExpiry(st.cluster, b.Leaf.NotAfter)
 	var stale, failed []string
 	for _, m := range st.sortedMembers() {
 		served := st.cs.servedBy(m.addr)
-		if !m.reachable() || served == nil || served.Equal(b.leaf) {
+		if !m.reachable() || served == nil || served.Equal(b.Leaf) {
 			continue
 		}
 		stale = append(stale, m.node.Name)
@@ -40,7 +41,7 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 	}
 	if len(stale) == 0 {
 		c := status.Condition(valkeyv1.ConditionTLSReady, true, valkeyv1.ReasonCertificateServed, fmt.Sprintf(
-			"every server serves the certificate with serial %x, valid until %s", b.leaf.SerialNumber, b.leaf.NotAfter.UTC().Format(time.RFC3339)))
+			"every server serves the certificate with serial %x, valid until %s", b.Leaf.SerialNumber, b.Leaf.NotAfter.UTC().Format(time.RFC3339)))
 		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionTLSReady); cur != nil && cur.Reason == valkeyv1.ReasonCertificateReloading {
 			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
 		}
@@ -48,7 +49,7 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 		return
 	}
 	msg := fmt.Sprintf("%d servers serve an older certificate than Secret's serial %x (%s): asked them to load it again without a restart; "+
-		"the kubelet updates the mounted files within about a minute", len(stale), b.leaf.SerialNumber, strings.Join(stale, ", "))
+		"the kubelet updates the mounted files within about a minute", len(stale), b.Leaf.SerialNumber, strings.Join(stale, ", "))
 	if len(failed) > 0 {
 		msg += "; the reload failed on " + strings.Join(failed, "; ")
 	}

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/certs"
 )
 
 // tlsError is a certificate Secret the cluster cannot use. It is reported on the
@@ -23,7 +24,7 @@ func (e *tlsError) Error() string { return e.msg }
 
 // clusterTLS returns the cluster's certificate (nil without spec.tls): the user's Secret,
 // checked, or the generated one, issued or renewed as needed.
-func (r *Reconciler) clusterTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*bundle, error) {
+func (r *Reconciler) clusterTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
 	switch {
 	case vc.Spec.TLS == nil:
 		return nil, nil
@@ -35,7 +36,7 @@ func (r *Reconciler) clusterTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster)
 
 // userTLS reads and checks the Secret of tls.secretName: whole, valid now, and covering the
 // names clients use.
-func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*bundle, error) {
+func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
 	name := vc.Spec.TLS.SecretName
 	var s corev1.Secret
 	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s); err != nil {
@@ -46,12 +47,12 @@ func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*
 		}
 		return nil, fmt.Errorf("get TLS Secret %s: %w", name, err)
 	}
-	b, err := parseBundle(s.Data, time.Now())
+	b, err := certs.ParseBundle(s.Data, time.Now())
 	if err != nil {
 		return nil, &tlsError{valkeyv1.ReasonTLSSecretInvalid, fmt.Sprintf(
 			"TLS Secret %s cannot be used: %v; nothing running changes until it is fixed", name, err)}
 	}
-	if missing := uncovered(b.leaf, requiredNames(vc), nil); len(missing) > 0 {
+	if missing := certs.Uncovered(b.Leaf, requiredNames(vc), nil); len(missing) > 0 {
 		return nil, &tlsError{valkeyv1.ReasonCertificateNamesNotCovered, fmt.Sprintf(
 			"the certificate in TLS Secret %s does not cover %s (it covers %s); clients that check the server's name would refuse it: "+
 				"add them to its DNS names (a wildcard *.%s.%s.svc covers every pod); nothing running changes until then",
@@ -85,9 +86,9 @@ func serviceNames(vc *valkeyv1.ValkeyCluster, domain string) []string {
 }
 
 // coveredNames lists what a certificate covers, for messages.
-func coveredNames(b *bundle) []string {
-	out := append([]string(nil), b.leaf.DNSNames...)
-	for _, ip := range b.leaf.IPAddresses {
+func coveredNames(b *certs.Bundle) []string {
+	out := append([]string(nil), b.Leaf.DNSNames...)
+	for _, ip := range b.Leaf.IPAddresses {
 		out = append(out, ip.String())
 	}
 	sort.Strings(out)

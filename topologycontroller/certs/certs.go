@@ -1,4 +1,4 @@
-package topologycontroller
+package certs
 
 import (
 	"crypto"
@@ -31,15 +31,15 @@ const (
 	clockSkew = 5 * time.Minute
 )
 
-// keyPair is a parsed certificate with its private key.
-type keyPair struct {
-	cert *x509.Certificate
-	key  crypto.Signer
+// KeyPair is a parsed certificate with its private key.
+type KeyPair struct {
+	Cert *x509.Certificate
+	Key  crypto.Signer
 }
 
-// newKeyPair makes an ECDSA P-256 key and a certificate for it from tmpl, signed by
+// NewKeyPair makes an ECDSA P-256 key and a certificate for it from tmpl, signed by
 // parent (self-signed when nil). It returns the PEM certificate and key.
-func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (certPEM, keyPEM []byte, err error) {
+func NewKeyPair(tmpl *x509.Certificate, parent *KeyPair) (certPEM, keyPEM []byte, err error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, nil, fmt.Errorf("generate key: %w", err)
@@ -51,7 +51,7 @@ func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (certPEM, keyPEM []byte
 	tmpl.SerialNumber = serial
 	signerCert, signerKey := tmpl, crypto.Signer(key)
 	if parent != nil {
-		signerCert, signerKey = parent.cert, parent.key
+		signerCert, signerKey = parent.Cert, parent.Key
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, signerCert, key.Public(), signerKey)
 	if err != nil {
@@ -65,9 +65,9 @@ func newKeyPair(tmpl *x509.Certificate, parent *keyPair) (certPEM, keyPEM []byte
 		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
 }
 
-// newCA makes a cluster's CA: valid caValidity from now.
-func newCA(cluster string, now time.Time) (certPEM, keyPEM []byte, err error) {
-	return newKeyPair(&x509.Certificate{
+// NewCA makes a cluster's CA: valid caValidity from now.
+func NewCA(cluster string, now time.Time) (certPEM, keyPEM []byte, err error) {
+	return NewKeyPair(&x509.Certificate{
 		Subject:               pkix.Name{CommonName: "valkey " + cluster + " CA", Organization: []string{"valkey operator"}},
 		NotBefore:             now.Add(-clockSkew),
 		NotAfter:              now.Add(caValidity),
@@ -77,11 +77,11 @@ func newCA(cluster string, now time.Time) (certPEM, keyPEM []byte, err error) {
 	}, nil)
 }
 
-// issueServer issues a server certificate for the names and IPs, signed by ca, valid
+// IssueServer issues a server certificate for the names and IPs, signed by ca, valid
 // serverValidity from now. It serves as a client certificate too (replication and the
 // cluster bus connect with it).
-func issueServer(ca *keyPair, cn string, dnsNames []string, ips []net.IP, now time.Time) (certPEM, keyPEM []byte, err error) {
-	return newKeyPair(&x509.Certificate{
+func IssueServer(ca *KeyPair, cn string, dnsNames []string, ips []net.IP, now time.Time) (certPEM, keyPEM []byte, err error) {
+	return NewKeyPair(&x509.Certificate{
 		Subject:     pkix.Name{CommonName: cn, Organization: []string{"valkey operator"}},
 		DNSNames:    dnsNames,
 		IPAddresses: ips,
@@ -92,8 +92,8 @@ func issueServer(ca *keyPair, cn string, dnsNames []string, ips []net.IP, now ti
 	}, ca)
 }
 
-// parseKeyPair parses a PEM certificate (the first of certPEM) and its key.
-func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
+// ParseKeyPair parses a PEM certificate (the first of certPEM) and its key.
+func ParseKeyPair(certPEM, keyPEM []byte) (*KeyPair, error) {
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
 		return nil, err
@@ -106,22 +106,22 @@ func parseKeyPair(certPEM, keyPEM []byte) (*keyPair, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &keyPair{cert: cert, key: signer}, nil
+	return &KeyPair{Cert: cert, Key: signer}, nil
 }
 
-// bundle is a whole certificate Secret: the served certificate (leaf, with its chain in
+// Bundle is a whole certificate Secret: the served certificate (leaf, with its chain in
 // tls.crt), its key, and the CAs of ca.crt.
-type bundle struct {
-	leaf  *x509.Certificate
-	roots *x509.CertPool
-	ca    []byte
+type Bundle struct {
+	Leaf  *x509.Certificate
+	Roots *x509.CertPool
+	CA    []byte
 }
 
-// parseBundle checks a certificate Secret's data (tls.crt, tls.key, ca.crt): every key is
+// ParseBundle checks a certificate Secret's data (tls.crt, tls.key, ca.crt): every key is
 // there and parses, the key matches the certificate, the certificate chains to ca.crt and
 // is valid at now. The error says what is wrong, for the user.
-func parseBundle(data map[string][]byte, now time.Time) (*bundle, error) {
-	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, caCertKey} {
+func ParseBundle(data map[string][]byte, now time.Time) (*Bundle, error) {
+	for _, k := range []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey, CACertKey} {
 		if len(data[k]) == 0 {
 			return nil, fmt.Errorf("key %s is missing or empty", k)
 		}
@@ -134,7 +134,7 @@ func parseBundle(data map[string][]byte, now time.Time) (*bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.crt: %w", err)
 	}
-	roots, err := tlsconf.Pool(data[caCertKey])
+	roots, err := tlsconf.Pool(data[CACertKey])
 	if err != nil {
 		return nil, errors.New("ca.crt holds no PEM certificate")
 	}
@@ -151,14 +151,14 @@ func parseBundle(data map[string][]byte, now time.Time) (*bundle, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tls.crt is not signed by ca.crt: %w", err)
 	}
-	return &bundle{leaf: leaf, roots: roots, ca: data[caCertKey]}, nil
+	return &Bundle{Leaf: leaf, Roots: roots, CA: data[CACertKey]}, nil
 }
 
-// caCertKey is the key of the CA certificate in a certificate Secret (cert-manager's).
-const caCertKey = "ca.crt"
+// CACertKey is the key of the CA certificate in a certificate Secret (cert-manager's).
+const CACertKey = "ca.crt"
 
-// uncovered are the DNS names and IPs that cert does not cover.
-func uncovered(cert *x509.Certificate, dnsNames, ips []string) []string {
+// Uncovered are the DNS names and IPs that cert does not cover.
+func Uncovered(cert *x509.Certificate, dnsNames, ips []string) []string {
 	var out []string
 	for _, n := range append(append([]string(nil), dnsNames...), ips...) {
 		if cert.VerifyHostname(n) != nil {
@@ -168,8 +168,8 @@ func uncovered(cert *x509.Certificate, dnsNames, ips []string) []string {
 	return out
 }
 
-// dueForRenewal: less than a third of cert's validity is left at now.
-func dueForRenewal(cert *x509.Certificate, now time.Time) bool {
+// DueForRenewal: less than a third of cert's validity is left at now.
+func DueForRenewal(cert *x509.Certificate, now time.Time) bool {
 	validity := cert.NotAfter.Sub(cert.NotBefore)
 	return cert.NotAfter.Sub(now) < validity/renewDivisor
 }
