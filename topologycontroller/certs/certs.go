@@ -168,7 +168,7 @@ func Uncovered(cert *x509.Certificate, dnsNames, ips []string) []string {
 	return out
 }
 
-// DueForRenewal: less than a third of cert's validity is left at now.
+// DueForRenewal tells whether less than a third of cert's validity is left at now.
 func DueForRenewal(cert *x509.Certificate, now time.Time) bool {
 	validity := cert.NotAfter.Sub(cert.NotBefore)
 	return cert.NotAfter.Sub(now) < validity/renewDivisor
