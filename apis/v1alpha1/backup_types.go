@@ -119,7 +119,9 @@ type ValkeyBackup struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyBackupSpec   `json:"spec"`
+	// Spec is the desired state of the backup.
+	Spec ValkeyBackupSpec `json:"spec"`
+	// Status is what the controllers observed of the backup; only they write it.
 	Status ValkeyBackupStatus `json:"status,omitempty"`
 }
 
@@ -129,7 +131,8 @@ type ValkeyBackup struct {
 type ValkeyBackupList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ValkeyBackup `json:"items"`
+	// Items are the ValkeyBackups.
+	Items []ValkeyBackup `json:"items"`
 }
 
 // GetConditions returns the backup's status conditions.
@@ -205,7 +208,9 @@ type ValkeyBackupSchedule struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyBackupScheduleSpec   `json:"spec"`
+	// Spec is the desired state of the schedule.
+	Spec ValkeyBackupScheduleSpec `json:"spec"`
+	// Status is what the controllers observed of the schedule; only they write it.
 	Status ValkeyBackupScheduleStatus `json:"status,omitempty"`
 }
 
@@ -215,7 +220,8 @@ type ValkeyBackupSchedule struct {
 type ValkeyBackupScheduleList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ValkeyBackupSchedule `json:"items"`
+	// Items are the ValkeyBackupSchedules.
+	Items []ValkeyBackupSchedule `json:"items"`
 }
 
 // GetConditions returns the schedule's status conditions.

@@ -123,7 +123,9 @@ type ValkeyCluster struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyClusterSpec   `json:"spec,omitempty"`
+	// Spec is the desired state of the Valkey cluster.
+	Spec ValkeyClusterSpec `json:"spec,omitempty"`
+	// Status is what the controllers observed of the Valkey cluster; only they write it.
 	Status ValkeyClusterStatus `json:"status,omitempty"`
 }
 
@@ -133,7 +135,8 @@ type ValkeyCluster struct {
 type ValkeyClusterList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ValkeyCluster `json:"items"`
+	// Items are the ValkeyClusters.
+	Items []ValkeyCluster `json:"items"`
 }
 
 // GetConditions returns the cluster's status conditions.

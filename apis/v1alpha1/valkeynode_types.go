@@ -197,7 +197,9 @@ type ValkeyNode struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
 
-	Spec   ValkeyNodeSpec   `json:"spec,omitempty"`
+	// Spec is the desired state of the Valkey node.
+	Spec ValkeyNodeSpec `json:"spec,omitempty"`
+	// Status is what the controllers observed of the Valkey node; only they write it.
 	Status ValkeyNodeStatus `json:"status,omitempty"`
 }
 
@@ -207,7 +209,8 @@ type ValkeyNode struct {
 type ValkeyNodeList struct {
 	metav1.TypeMeta `json:",inline"`
 	metav1.ListMeta `json:"metadata,omitempty"`
-	Items           []ValkeyNode `json:"items"`
+	// Items are the ValkeyNodes.
+	Items []ValkeyNode `json:"items"`
 }
 
 // GetConditions returns the node's status conditions (for predicates shared by the
