@@ -84,8 +84,8 @@ func (s *Set) observe(leases map[string]*coordinationv1.Lease, now time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for name, l := range leases {
-		if o, ok := s.seen[name]; ok && o.rv == l.ResourceVersion {
-			continue
+		if o, ok := s.seen[name]; ok && !newerVersion(o.rv, l.ResourceVersion) {
+			continue // the same version, or one older than the watch showed already
 		}
 		s.seen[name] = observation{rv: l.ResourceVersion, holder: holderOf(l), at: now}
 	}

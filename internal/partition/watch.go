@@ -2,6 +2,7 @@ package partition
 
 import (
 	"context"
+	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -49,7 +50,10 @@ func (s *Set) drain(ctx context.Context, wi watch.Interface) {
 }
 
 // event records one watch event. Seeing a change later than it happened only delays its
-// expiry here: observations stay on the safe side of the holder's renew deadline.
+// expiry here: observations stay on the safe side of the holder's renew deadline. An event
+// older than what a round's list already showed (a watch that lags under load) is not a
+// change: taking it for one would push the expiry back once for it and again when the list
+// shows the newer version, up to a retry period late.
 func (s *Set) event(ev watch.Event) {
 	l, ok := ev.Object.(*coordinationv1.Lease)
 	if !ok {
@@ -62,7 +66,7 @@ func (s *Set) event(ev watch.Event) {
 	case ev.Type == watch.Deleted:
 		delete(s.seen, l.Name)
 		wake = true
-	case seen && o.rv == l.ResourceVersion:
+	case seen && !newerVersion(o.rv, l.ResourceVersion):
 	default:
 		s.seen[l.Name] = observation{rv: l.ResourceVersion, holder: holderOf(l), at: time.Now()}
 		wake = !seen || o.holder != holderOf(l) || holderOf(l) == ""
@@ -102,4 +106,19 @@ func (s *Set) nextExpiry(decided, now time.Time) time.Duration {
 		next = min(next, max(expiry.Sub(now), 0))
 	}
 	return next
+}
+
+// newerVersion tells whether rv is a later version of a Lease than seen. Versions are
+// compared as the numbers the API server's storage gives them; ones that are not numbers
+// count as newer whenever they differ (a change, as before).
+func newerVersion(seen, rv string) bool {
+	if rv == seen {
+		return false
+	}
+	a, errA := strconv.ParseUint(seen, 10, 64)
+	b, errB := strconv.ParseUint(rv, 10, 64)
+	if errA != nil || errB != nil {
+		return true
+	}
+	return b > a
 }

@@ -65,6 +65,15 @@ func TestEventTimesTheExpiryOfAnotherReplicasLease(t *testing.T) {
 	if woken(s) || !s.seen["n-p00"].at.After(seen) {
 		t.Fatal("a renewal pushes the expiry back without waking the loop")
 	}
+	renewed := s.seen["n-p00"].at
+	s.event(leaseEvent(watch.Modified, "n-p00", "other", "1"))
+	if woken(s) || !s.seen["n-p00"].at.Equal(renewed) || s.seen["n-p00"].rv != "2" {
+		t.Fatal("a late event of an older version changes nothing (it would push the expiry back twice)")
+	}
+	s.observe(map[string]*coordinationv1.Lease{"n-p00": leaseEvent(watch.Modified, "n-p00", "other", "1").Object.(*coordinationv1.Lease)}, time.Now().Add(time.Second))
+	if !s.seen["n-p00"].at.Equal(renewed) {
+		t.Fatal("a list showing an older version than the watch did changes nothing")
+	}
 	s.event(leaseEvent(watch.Modified, "n-p00", "", "3"))
 	if !woken(s) {
 		t.Fatal("a release wakes the loop")
