@@ -3,6 +3,7 @@ package topologycontroller
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -271,6 +272,11 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 	for _, next := range planner.RollOrder(cands) {
 		n := byName[next.Name]
 		if next.Primary {
+			if wait := requestsSettling(st, time.Now()); wait > 0 {
+				msg := "waiting for the roll requests to settle: a replica reported after a primary still goes first"
+				st.wait(msg, wait)
+				return nil, false, msg
+			}
 			if why = r.volumeWait(ctx, st, n); why != "" {
 				st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
 				continue
@@ -286,6 +292,25 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 		return n, next.Primary, ""
 	}
 	return nil, false, why
+}
+
+// rollSettle is how long after the newest roll request a primary waits for its turn. The
+// workload controller reports the nodes' requests one after another: all of them when an
+// operator upgrade changes every template and no generation, so the check of the nodes'
+// generations above cannot tell that it has not reached every node yet; a replica
+// reported a moment after a primary must still roll first.
+const rollSettle = 5 * time.Second
+
+// requestsSettling is how long until rollSettle has passed since the newest roll request
+// (RollPending turned True) of the cluster's nodes; 0 when it has.
+func requestsSettling(st *clusterState, now time.Time) time.Duration {
+	var newest time.Time
+	for _, n := range st.nodes {
+		if c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(newest) {
+			newest = c.LastTransitionTime.Time
+		}
+	}
+	return max(newest.Add(rollSettle).Sub(now), 0)
 }
 
 // handOver approves n's roll: a node that owns no slots at once (reason FailedOver when it
