@@ -226,7 +226,15 @@ var _ = Describe("Volume usage and automatic growth", func() {
 	It("writes the usage only when it changes meaningfully, and says when it cannot measure", func(ctx context.Context) {
 		node, pod := measuredNode(ctx, newClass(ctx, "steady-"+ns, true, storagev1.VolumeBindingImmediate, nil), "127.0.0.4")
 		writes := controllerWrites.in(ns)
-		before := writes()["PATCH valkeynodes/status"]
+		// The node's first status writes (claim, health, usage) may still be on their way
+		// when it reports Healthy: count from the moment they stopped.
+		before := -1
+		Eventually(func() bool {
+			now := writes()["PATCH valkeynodes/status"]
+			settled := now == before
+			before = now
+			return settled
+		}).WithPolling(time.Second).Should(BeTrue(), "the node's first status writes settle")
 		Consistently(func() int { return writes()["PATCH valkeynodes/status"] }, 6*time.Second).Should(Equal(before),
 			"six measurements of a steady volume, no status write")
 		pod.write("small", 64) // under one point of 16Mi
