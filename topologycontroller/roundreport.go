@@ -17,15 +17,6 @@ func progressingSays(st *clusterState, why string) bool {
 	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, why)
 }
 
-// reportNotOwned records an object of the cluster's names that belongs to another, with a
-// Warning event when Progressing did not name it already.
-func (r *Reconciler) reportNotOwned(st *clusterState, why string) {
-	st.notOwned = append(st.notOwned, why)
-	if !progressingSays(st, why) {
-		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.EventObjectNotOwned, "ApplyObject", "%s", why)
-	}
-}
-
 // roundReport is how a concern package tells the user about the round: events on the
 // cluster, and objects of the cluster's names that belong to another.
 type roundReport struct {
@@ -45,5 +36,9 @@ func (rr roundReport) Refused(reason, action, why string) {
 	}
 }
 
-// NotOwned reports an object of the cluster's names that belongs to another.
-func (rr roundReport) NotOwned(why string) { rr.r.reportNotOwned(rr.st, why) }
+// NotOwned records an object of the cluster's names that belongs to another (Progressing
+// names it), with a Warning event when Progressing did not name it already.
+func (rr roundReport) NotOwned(why string) {
+	rr.st.notOwned = append(rr.st.notOwned, why)
+	rr.Refused(valkeyv1.EventObjectNotOwned, "ApplyObject", why)
+}
