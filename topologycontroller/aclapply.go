@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/acl"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // usersOutcome is what applying the users did this round.
@@ -39,12 +40,12 @@ func newUsersOutcome() *usersOutcome {
 // valkey-start), the operator's user keeps the replication grants it had then.
 func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPlan) *usersOutcome {
 	out := newUsersOutcome()
-	listed := map[*member]map[string]acl.Listed{}
+	listed := map[*round.Member]map[string]acl.Listed{}
 	legacy := false
-	for _, m := range st.sortedMembers() {
-		l, masterUser, err := readUsers(ctx, st.cs, m)
+	for _, m := range st.SortedMembers() {
+		l, masterUser, err := readUsers(ctx, st.Conns, m)
 		if err != nil {
-			out.pending = append(out.pending, m.node.Name+": "+err.Error())
+			out.pending = append(out.pending, m.Node.Name+": "+err.Error())
 			continue
 		}
 		listed[m] = l
@@ -53,10 +54,10 @@ func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPl
 	if legacy {
 		p.operator.Rules = acl.LegacyOperatorRules
 	}
-	for _, m := range st.sortedMembers() {
+	for _, m := range st.SortedMembers() {
 		if l, ok := listed[m]; ok {
-			if err := r.applyUsersOn(ctx, st.cs, m, p, l, out); err != nil {
-				out.pending = append(out.pending, m.node.Name+": "+err.Error())
+			if err := r.applyUsersOn(ctx, st.Conns, m, p, l, out); err != nil {
+				out.pending = append(out.pending, m.Node.Name+": "+err.Error())
 			}
 		}
 	}
@@ -65,18 +66,18 @@ func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPl
 
 // readUsers is a server's users (ACL LIST) and the user its replication authenticates as
 // (CONFIG GET masteruser), in one pipeline.
-func readUsers(ctx context.Context, cs *conns, m *member) (map[string]acl.Listed, string, error) {
-	res, err := cs.multi(ctx, m.addr, [][]string{{"ACL", "LIST"}, {"CONFIG", "GET", "masteruser"}})
+func readUsers(ctx context.Context, cs *round.Conns, m *round.Member) (map[string]acl.Listed, string, error) {
+	res, err := cs.Multi(ctx, m.Addr, [][]string{{"ACL", "LIST"}, {"CONFIG", "GET", "masteruser"}})
 	if err != nil {
 		return nil, "", err
 	}
 	lines, err := res[0].AsStrSlice()
 	if err != nil {
-		return nil, "", fmt.Errorf("ACL LIST on %s: %w", m.addr, err)
+		return nil, "", fmt.Errorf("ACL LIST on %s: %w", m.Addr, err)
 	}
 	kv, err := res[1].AsStrSlice()
 	if err != nil {
-		return nil, "", fmt.Errorf("CONFIG GET masteruser on %s: %w", m.addr, err)
+		return nil, "", fmt.Errorf("CONFIG GET masteruser on %s: %w", m.Addr, err)
 	}
 	masterUser := ""
 	if len(kv) == 2 {
@@ -86,12 +87,12 @@ func readUsers(ctx context.Context, cs *conns, m *member) (map[string]acl.Listed
 }
 
 // applyUsersOn applies the planned users on one server whose users are listed.
-func (r *Reconciler) applyUsersOn(ctx context.Context, cs *conns, m *member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
+func (r *Reconciler) applyUsersOn(ctx context.Context, cs *round.Conns, m *round.Member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
 	replication, metrics := p.replication, p.metrics
-	replication.Rules = acl.ReplicationRules(m.valkeyMajor())
-	metrics.Rules = acl.MetricsRules(m.valkeyMajor())
+	replication.Rules = acl.ReplicationRules(m.ValkeyMajor())
+	metrics.Rules = acl.MetricsRules(m.ValkeyMajor())
 	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed), keptAuth(metrics, listed)}
 	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
@@ -132,8 +133,8 @@ func keptAuth(op acl.User, listed map[string]acl.Listed) acl.User {
 
 // sendUsers pipelines the ACL commands of one server and records their outcome; the last
 // command is ACL LIST, from which the server's form of each user it accepted is learnt.
-func (r *Reconciler) sendUsers(ctx context.Context, cs *conns, m *member, cmds [][]string, set []acl.User, gone []string, before map[string]acl.Listed, out *usersOutcome) error {
-	cl, err := cs.get(m.addr)
+func (r *Reconciler) sendUsers(ctx context.Context, cs *round.Conns, m *round.Member, cmds [][]string, set []acl.User, gone []string, before map[string]acl.Listed, out *usersOutcome) error {
+	cl, err := cs.Get(m.Addr)
 	if err != nil {
 		return err
 	}
@@ -141,7 +142,7 @@ func (r *Reconciler) sendUsers(ctx context.Context, cs *conns, m *member, cmds [
 	for _, c := range cmds {
 		built = append(built, cl.B().Arbitrary(c...).Build())
 	}
-	commandsSent.Add(int64(len(built)))
+	round.CommandsSent.Add(int64(len(built)))
 	res := cl.DoMulti(ctx, built...)
 	var after map[string]acl.Listed
 	if lines, err := res[len(res)-1].AsStrSlice(); err == nil {
@@ -154,16 +155,16 @@ func (r *Reconciler) sendUsers(ctx context.Context, cs *conns, m *member, cmds [
 				failed = append(failed, err.Error())
 				continue
 			}
-			out.refused[u.Name] = fmt.Sprintf("%s: %v", m.node.Name, err)
+			out.refused[u.Name] = fmt.Sprintf("%s: %v", m.Node.Name, err)
 			continue
 		}
 		if l, ok := after[u.Name]; ok {
 			r.aclForms.learn(u, l)
 		}
 		out.verified[u.Name] = true
-		out.applied[u.Name] = append(out.applied[u.Name], m.node.Name)
+		out.applied[u.Name] = append(out.applied[u.Name], m.Node.Name)
 		if _, existed := before[u.Name]; !existed && u.Name == valkeyv1.OperatorUser {
-			out.created = append(out.created, m.node.Name)
+			out.created = append(out.created, m.Node.Name)
 		}
 	}
 	for i, name := range gone {
@@ -171,7 +172,7 @@ func (r *Reconciler) sendUsers(ctx context.Context, cs *conns, m *member, cmds [
 			failed = append(failed, fmt.Sprintf("ACL DELUSER %s: %v", name, err))
 			continue
 		}
-		out.removed[name] = append(out.removed[name], m.node.Name)
+		out.removed[name] = append(out.removed[name], m.Node.Name)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%s", strings.Join(failed, "; "))

@@ -25,16 +25,16 @@ import (
 // runBackups advances the oldest unfinished backup of the cluster, tells the others that they
 // wait, and sets the saved points the nodes' status carries.
 func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
-	list, err := r.clusterBackups(ctx, st.cluster)
+	list, err := r.clusterBackups(ctx, st.Cluster)
 	if err != nil {
 		log.FromContext(ctx).Info("list the cluster's backups; retrying", "error", err.Error())
 		st.lookAgain(time.Second)
 		return
 	}
-	r.saves.keepOnly(st.cluster.UID, list)
+	r.saves.keepOnly(st.Cluster.UID, list)
 	var active *valkeyv1.ValkeyBackup
 	for _, b := range list {
-		if b.Finished() || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.cluster.UID) {
+		if b.Finished() || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.Cluster.UID) {
 			continue // a backup of a deleted cluster of this name: see backupReconciler
 		}
 		if err := r.backupStep(ctx, st, b, active); err != nil {
@@ -45,18 +45,18 @@ func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
 			active = b
 		}
 	}
-	st.savedPoints = savedPoints(st.cluster, active)
+	st.savedPoints = savedPoints(st.Cluster, active)
 }
 
 // backupStep handles one unfinished backup: it waits behind active (an older backup), or
 // is refused, or advances.
 func (r *Reconciler) backupStep(ctx context.Context, st *clusterState, b, active *valkeyv1.ValkeyBackup) error {
 	switch {
-	case st.cluster.Spec.Persistence == nil:
+	case st.Cluster.Spec.Persistence == nil:
 		r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonPersistenceRequired, "Refuse",
-			"the ValkeyCluster %s has no persistence: there is no volume to snapshot. Add spec.persistence to the cluster (its nodes roll onto claims), then create a new backup", st.cluster.Name)
+			"the ValkeyCluster %s has no persistence: there is no volume to snapshot. Add spec.persistence to the cluster (its nodes roll onto claims), then create a new backup", st.Cluster.Name)
 		return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonPersistenceRequired,
-			fmt.Sprintf("the ValkeyCluster %s has no persistence: add spec.persistence, then create a new backup", st.cluster.Name)))
+			fmt.Sprintf("the ValkeyCluster %s has no persistence: add spec.persistence, then create a new backup", st.Cluster.Name)))
 	case active != nil:
 		return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonWaitingForBackup,
 			fmt.Sprintf("waiting for the backup %s of the same cluster to finish", active.Name)))
@@ -66,7 +66,7 @@ func (r *Reconciler) backupStep(ctx context.Context, st *clusterState, b, active
 			st.lookAgain(2 * short)
 			return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonClusterBusy, "waiting for the cluster to settle: "+busy))
 		}
-		if err := r.setBackup(ctx, b, backupStarted(st.cluster)); err != nil {
+		if err := r.setBackup(ctx, b, backupStarted(st.Cluster)); err != nil {
 			return err
 		}
 	}
@@ -116,12 +116,12 @@ func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyClus
 // Saving, or Snapshotting until the snapshot of each of its shards is cut. A slot moved
 // before then could be in two shards' points or in none.
 func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) string {
-	list, err := r.clusterBackups(ctx, st.cluster)
+	list, err := r.clusterBackups(ctx, st.Cluster)
 	if err != nil {
 		return ""
 	}
 	for _, b := range list {
-		if b.Status.ClusterUID != st.cluster.UID {
+		if b.Status.ClusterUID != st.Cluster.UID {
 			continue
 		}
 		switch b.Status.Phase {
@@ -146,7 +146,7 @@ func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
 func uncutSnapshots(st *clusterState, b *valkeyv1.ValkeyBackup) []string {
 	var out []string
 	for _, e := range b.Status.Shards {
-		n := st.node(e.Node)
+		n := st.Node(e.Node)
 		if n == nil {
 			out = append(out, fmt.Sprintf("shard %d (node %s is gone)", e.Shard, e.Node))
 			continue
@@ -194,8 +194,8 @@ func backupUIDs(list []*valkeyv1.ValkeyBackup) map[types.UID]bool {
 // lookAgain asks to reconcile again within d without reporting work in progress on the
 // cluster: a backup is not a change of the cluster (its Progressing stays as it is).
 func (st *clusterState) lookAgain(d time.Duration) {
-	if st.requeue == 0 || d < st.requeue {
-		st.requeue = d
+	if st.Requeue == 0 || d < st.Requeue {
+		st.Requeue = d
 	}
 }
 

@@ -44,7 +44,7 @@ func busyNodes(st *clusterState, f clusterFacts) []string {
 		why = append(why, fmt.Sprintf("nodes %d of %d", len(f.nodes), desired))
 	}
 	for i, n := range f.nodes {
-		node := st.nodes[i]
+		node := st.Nodes[i]
 		switch {
 		case !n.wanted:
 			why = append(why, "node "+n.name+" being removed")

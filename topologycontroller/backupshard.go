@@ -10,6 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // saveFailure is a save the server refused or that failed on it: the backup fails with
@@ -39,7 +41,7 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 		}
 		done, err := r.saveShard(ctx, st, b, s)
 		if reason, msg, failed := failedSave(err); failed {
-			r.saves.set(st.cluster.UID, b.UID, s, nil)
+			r.saves.set(st.Cluster.UID, b.UID, s, nil)
 			r.backupEvent(b, nil, corev1.EventTypeWarning, reason, "Save", "shard %d: %s", s, msg)
 			return r.setBackup(ctx, b, backupFailed(reason, fmt.Sprintf("shard %d: %s", s, msg)))
 		}
@@ -52,8 +54,8 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 		if err := r.setBackup(ctx, b, backupShardSaved(*done)); err != nil {
 			return err
 		}
-		r.saves.set(st.cluster.UID, b.UID, s, nil)
-		r.backupEvent(b, st.node(done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
+		r.saves.set(st.Cluster.UID, b.UID, s, nil)
+		r.backupEvent(b, st.Node(done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
 			"shard %d saved on %s at offset %d", s, done.Node, done.Offset)
 	}
 	if b.Status.Phase == valkeyv1.BackupSaving {
@@ -81,53 +83,53 @@ func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv
 		if ss, err = r.startSave(ctx, st, s); ss == nil || err != nil {
 			return nil, err
 		}
-		r.saves.set(st.cluster.UID, b.UID, s, ss)
+		r.saves.set(st.Cluster.UID, b.UID, s, ss)
 	}
 	for ss.stage != stageSaved {
-		m := st.members[ss.node]
-		if !m.reachable() || m.deleting() {
+		m := st.Members[ss.node]
+		if !m.Reachable() || m.Deleting() {
 			// The node chosen went away: the shard is saved again from the start.
-			r.saves.set(st.cluster.UID, b.UID, s, nil)
+			r.saves.set(st.Cluster.UID, b.UID, s, nil)
 			return nil, nil
 		}
-		if c := unhealthyVolume(m.node); c != nil && (c.Reason != valkeyv1.ReasonVolumeFull || ss.stage < stageSaving) {
+		if c := unhealthyVolume(m.Node); c != nil && (c.Reason != valkeyv1.ReasonVolumeFull || ss.stage < stageSaving) {
 			// A full volume fails the backup before its BGSAVE is sent; once one runs, its
 			// own temporary file may fill the volume for a while, and only a failed save
 			// (PersistenceFailing) stops it.
-			return nil, &volumeFailure{node: m.node.Name, cond: *c}
+			return nil, &volumeFailure{node: m.Node.Name, cond: *c}
 		}
 		advanced, err := r.saveStep(ctx, st, m, ss)
 		if err != nil || !advanced {
 			return nil, err
 		}
 	}
-	m := st.members[ss.node]
+	m := st.Members[ss.node]
 	at := metav1.NewMicroTime(ss.at)
-	return &valkeyv1.BackupShard{Shard: s, Node: m.node.Name, ReplicaIndex: m.node.Spec.ReplicaIndex,
-		NodeID: m.id(), Offset: ss.offset, SavedAt: &at}, nil
+	return &valkeyv1.BackupShard{Shard: s, Node: m.Node.Name, ReplicaIndex: m.Node.Spec.ReplicaIndex,
+		NodeID: m.ID(), Offset: ss.offset, SavedAt: &at}, nil
 }
 
 // startSave picks the node to save shard s on (an in-sync replica, else the primary) and
 // takes the saved point: T, then the primary's replication offset read after T, so every
 // write the primary acknowledged before T is within the offset.
 func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (*shardSave, error) {
-	p := st.primary[s]
-	if !p.reachable() {
+	p := st.Primary[s]
+	if !p.Reachable() {
 		return nil, nil
 	}
 	chosen := inSyncReplica(st, s, p)
 	at := time.Now()
-	info, err := st.cs.str(ctx, p.addr, "INFO", "replication")
+	info, err := st.Conns.Str(ctx, p.Addr, "INFO", "replication")
 	if err != nil {
 		return nil, err
 	}
-	offset := replicationOffset(parseInfo(info))
+	offset := round.ReplicationOffset(clusternodes.ParseInfo(info))
 	if offset < 0 {
-		return nil, fmt.Errorf("no master_repl_offset in INFO of %s", p.node.Name)
+		return nil, fmt.Errorf("no master_repl_offset in INFO of %s", p.Node.Name)
 	}
-	ss := &shardSave{node: p.node.Name, primary: p.node.Name, at: at, offset: offset, stage: stageBGSave}
+	ss := &shardSave{node: p.Node.Name, primary: p.Node.Name, at: at, offset: offset, stage: stageBGSave}
 	if chosen != nil {
-		ss.node, ss.stage, ss.deadline = chosen.node.Name, stageCatchUp, at.Add(r.Options.BackupCatchUpTimeout)
+		ss.node, ss.stage, ss.deadline = chosen.Node.Name, stageCatchUp, at.Add(r.Options.BackupCatchUpTimeout)
 	}
 	return ss, nil
 }
@@ -135,13 +137,13 @@ func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (
 // inSyncReplica is the replica of shard s to save on: following p with its link up, its
 // volume not reported unhealthy, the furthest along (then the lowest replica index); nil
 // when there is none.
-func inSyncReplica(st *clusterState, s int32, p *member) *member {
-	var best *member
-	for _, m := range st.sortedMembers() {
-		if m.node.Spec.Shard != s || m == p || m.deleting() || m.self.Primary() || m.self.PrimaryID != p.id() || !m.linkUp() || unhealthyVolume(m.node) != nil {
+func inSyncReplica(st *clusterState, s int32, p *round.Member) *round.Member {
+	var best *round.Member
+	for _, m := range st.SortedMembers() {
+		if m.Node.Spec.Shard != s || m == p || m.Deleting() || m.Self.Primary() || m.Self.PrimaryID != p.ID() || !m.LinkUp() || unhealthyVolume(m.Node) != nil {
 			continue
 		}
-		if best == nil || replicationOffset(m.repl) > replicationOffset(best.repl) {
+		if best == nil || round.ReplicationOffset(m.Repl) > round.ReplicationOffset(best.Repl) {
 			best = m
 		}
 	}

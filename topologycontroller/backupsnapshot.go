@@ -18,7 +18,7 @@ import (
 func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
 	shards := make([]valkeyv1.BackupShard, 0, len(b.Status.Shards))
 	for _, e := range b.Status.Shards {
-		n := st.node(e.Node)
+		n := st.Node(e.Node)
 		if n == nil {
 			msg := fmt.Sprintf("shard %d: node %s, saved for this backup, was deleted before its snapshot was reported ready to use; take the backup again", e.Shard, e.Node)
 			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotFailed, "Snapshot", "%s", msg)

@@ -8,19 +8,22 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // saveStep takes one step of a shard's save on m, the node chosen, and tells whether it
 // advanced (false: it waits for the server; the round looks again shortly). Nothing here
 // writes to a primary unless it is the node saved: the primary is only read (INFO).
-func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
+func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
 	switch ss.stage {
 	case stageCatchUp:
 		return catchUp(ctx, st, m, ss)
 	case stageBGSave:
 		return startBGSave(ctx, st, m, ss)
 	case stageSaving:
-		return bgsaveDone(ctx, st, m, ss, st.cluster.Spec.Persistence.AOFEnabled())
+		return bgsaveDone(ctx, st, m, ss, st.Cluster.Spec.Persistence.AOFEnabled())
 	case stageRewrite:
 		return startRewrite(ctx, st, m, ss)
 	case stageRewriting:
@@ -31,13 +34,13 @@ func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *member, 
 
 // catchUp waits for the replica to reach the primary's offset at the saved point; past
 // Options.BackupCatchUpTimeout the primary is saved instead.
-func catchUp(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
-	info, err := st.cs.str(ctx, m.addr, "INFO", "replication")
+func catchUp(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+	info, err := st.Conns.Str(ctx, m.Addr, "INFO", "replication")
 	if err != nil {
 		return false, err
 	}
 	switch {
-	case replicationOffset(parseInfo(info)) >= ss.offset:
+	case round.ReplicationOffset(clusternodes.ParseInfo(info)) >= ss.offset:
 		ss.stage = stageBGSave
 		return true, nil
 	case time.Now().After(ss.deadline):
@@ -49,7 +52,7 @@ func catchUp(ctx context.Context, st *clusterState, m *member, ss *shardSave) (b
 
 // startBGSave sends BGSAVE once no save or rewrite runs on the server and its clock has
 // passed its last save's second (so LASTSAVE advances), noting the counters before it.
-func startBGSave(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
+func startBGSave(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil {
 		return false, err
@@ -68,13 +71,13 @@ func startBGSave(ctx context.Context, st *clusterState, m *member, ss *shardSave
 
 // bgsaveDone checks that the BGSAVE sent finished well: none in progress, the saves counted
 // and LASTSAVE advanced, rdb_last_bgsave_status ok.
-func bgsaveDone(ctx context.Context, st *clusterState, m *member, ss *shardSave, aof bool) (bool, error) {
+func bgsaveDone(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave, aof bool) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info["rdb_bgsave_in_progress"] == "1" {
 		return false, err
 	}
 	if s := info["rdb_last_bgsave_status"]; s != "ok" {
-		return false, &saveFailure{fmt.Sprintf("BGSAVE on %s failed (rdb_last_bgsave_status:%s): see the server's log; the volume may be full", m.node.Name, s)}
+		return false, &saveFailure{fmt.Sprintf("BGSAVE on %s failed (rdb_last_bgsave_status:%s): see the server's log; the volume may be full", m.Node.Name, s)}
 	}
 	if info.int("rdb_saves") <= ss.saves || info.int("rdb_last_save_time") <= ss.lastSave {
 		ss.stage = stageBGSave // no save of ours finished (the server restarted?): save again
@@ -88,7 +91,7 @@ func bgsaveDone(ctx context.Context, st *clusterState, m *member, ss *shardSave,
 }
 
 // startRewrite sends BGREWRITEAOF once no save or rewrite runs, noting the rewrites before.
-func startRewrite(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
+func startRewrite(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info.busy() {
 		return false, err
@@ -103,13 +106,13 @@ func startRewrite(ctx context.Context, st *clusterState, m *member, ss *shardSav
 }
 
 // rewriteDone checks that the rewrite sent finished well.
-func rewriteDone(ctx context.Context, st *clusterState, m *member, ss *shardSave) (bool, error) {
+func rewriteDone(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info.busy() {
 		return false, err
 	}
 	if s := info["aof_last_bgrewrite_status"]; s != "ok" {
-		return false, &saveFailure{fmt.Sprintf("BGREWRITEAOF on %s failed (aof_last_bgrewrite_status:%s): see the server's log", m.node.Name, s)}
+		return false, &saveFailure{fmt.Sprintf("BGREWRITEAOF on %s failed (aof_last_bgrewrite_status:%s): see the server's log", m.Node.Name, s)}
 	}
 	if info.int("aof_rewrites") <= ss.rewrites {
 		ss.stage = stageRewrite
@@ -121,8 +124,8 @@ func rewriteDone(ctx context.Context, st *clusterState, m *member, ss *shardSave
 
 // background sends BGSAVE or BGREWRITEAOF; waiting is true when the server has one
 // running already (it is awaited, then sent again).
-func background(ctx context.Context, st *clusterState, m *member, command string) (waiting bool, err error) {
-	res, err := st.cs.do(ctx, m.addr, command)
+func background(ctx context.Context, st *clusterState, m *round.Member, command string) (waiting bool, err error) {
+	res, err := st.Conns.Do(ctx, m.Addr, command)
 	if err != nil {
 		return false, err
 	}
@@ -134,20 +137,20 @@ func background(ctx context.Context, st *clusterState, m *member, command string
 		if msg := ve.Error(); strings.Contains(msg, "in progress") {
 			return true, nil
 		}
-		return false, &saveFailure{fmt.Sprintf("%s on %s refused: %s", command, m.node.Name, ve.Error())}
+		return false, &saveFailure{fmt.Sprintf("%s on %s refused: %s", command, m.Node.Name, ve.Error())}
 	}
-	return false, fmt.Errorf("%s on %s: %w", command, m.node.Name, err)
+	return false, fmt.Errorf("%s on %s: %w", command, m.Node.Name, err)
 }
 
 // serverInfo is INFO server and persistence, by field.
 type serverInfo map[string]string
 
-func persistenceInfo(ctx context.Context, st *clusterState, m *member) (serverInfo, error) {
-	out, err := st.cs.str(ctx, m.addr, "INFO", "server", "persistence")
+func persistenceInfo(ctx context.Context, st *clusterState, m *round.Member) (serverInfo, error) {
+	out, err := st.Conns.Str(ctx, m.Addr, "INFO", "server", "persistence")
 	if err != nil {
 		return nil, err
 	}
-	return serverInfo(parseInfo(out)), nil
+	return serverInfo(clusternodes.ParseInfo(out)), nil
 }
 
 func (i serverInfo) int(key string) int64 {

@@ -13,20 +13,21 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // slotTargets are the primaries that should own slots: the current primary of every wanted
 // shard, unless its node is being deleted. ready is false while a wanted shard has no
 // primary yet (its nodes are starting).
-func slotTargets(st *clusterState) (targets []*member, ready bool) {
+func slotTargets(st *clusterState) (targets []*round.Member, ready bool) {
 	ready = true
-	for shard := int32(0); shard < st.cluster.Spec.Shards; shard++ {
-		p := st.primary[shard]
+	for shard := int32(0); shard < st.Cluster.Spec.Shards; shard++ {
+		p := st.Primary[shard]
 		if p == nil {
 			ready = false
 			continue
 		}
-		if p.deleting() {
+		if p.Deleting() {
 			continue
 		}
 		targets = append(targets, p)
@@ -38,28 +39,28 @@ func slotTargets(st *clusterState) (targets []*member, ready bool) {
 // own 16384/shards each (within one slot): to new primaries on scale-out, off removed
 // shards on scale-in, off a node being deleted that has no replica to fail over to.
 func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, error) {
-	if st.seed == nil {
+	if st.Seed == nil {
 		return false, nil
 	}
 	targets, ready := slotTargets(st)
 	if !ready || len(targets) == 0 {
-		st.wait("waiting for every shard's primary to join", time.Second)
+		st.Wait("waiting for every shard's primary to join", time.Second)
 		return false, nil
 	}
 	owned, orphan, ok := slotOwners(st)
 	if !ok {
-		st.wait("waiting for slot owners to be reachable", time.Second)
+		st.Wait("waiting for slot owners to be reachable", time.Second)
 		return false, nil
 	}
 	ids := make([]string, len(targets))
 	for i, t := range targets {
-		ids[i] = t.id()
+		ids[i] = t.ID()
 	}
 	moves := planner.Slots(ids, owned)
 	if down := unreachableNode(st); down != "" && assignsFree(moves, orphan) {
 		// Slots nobody in this view owns may be owned in a view that cannot be seen: a
 		// fresh node alone while its peers are down must not found a cluster of its own.
-		st.wait(fmt.Sprintf("waiting for %s to be reachable before assigning slots nobody owns", down), time.Second)
+		st.Wait(fmt.Sprintf("waiting for %s to be reachable before assigning slots nobody owns", down), time.Second)
 		return false, nil
 	}
 	if len(moves) == 0 {
@@ -75,8 +76,8 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 // unreachableNode is the name of the first node of the cluster, not being deleted, whose
 // server cannot be reached; "" when every one can.
 func unreachableNode(st *clusterState) string {
-	for _, n := range st.nodes {
-		if n.DeletionTimestamp == nil && !st.members[n.Name].reachable() {
+	for _, n := range st.Nodes {
+		if n.DeletionTimestamp == nil && !st.Members[n.Name].Reachable() {
 			return n.Name
 		}
 	}
@@ -104,7 +105,7 @@ func assignsFree(moves []planner.Move, orphan map[int]string) bool {
 func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string, ok bool) {
 	lost := lostOwners(st)
 	owned, orphan = map[string][]int{}, map[int]string{}
-	for id, n := range st.view {
+	for id, n := range st.View {
 		if !n.Primary() || n.SlotCount() == 0 {
 			continue
 		}
@@ -114,7 +115,7 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 			}
 			continue
 		}
-		if st.byID[id] == nil {
+		if st.ByID[id] == nil {
 			return nil, nil, false
 		}
 		owned[id] = planner.ExpandSlots(n.Slots)
@@ -134,19 +135,19 @@ func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]strin
 			taken[slot] = true
 		}
 	}
-	for _, m := range st.sortedMembers() { // in node order: the same owner every round
-		if !m.self.Primary() || m.self.SlotCount() == 0 {
+	for _, m := range st.SortedMembers() { // in node order: the same owner every round
+		if !m.Self.Primary() || m.Self.SlotCount() == 0 {
 			continue
 		}
 		added := false
-		for _, slot := range planner.ExpandSlots(m.self.Slots) {
+		for _, slot := range planner.ExpandSlots(m.Self.Slots) {
 			if !taken[slot] && orphan[slot] == "" {
-				owned[m.id()] = append(owned[m.id()], slot)
+				owned[m.ID()] = append(owned[m.ID()], slot)
 				taken[slot], added = true, true
 			}
 		}
 		if added {
-			slices.Sort(owned[m.id()])
+			slices.Sort(owned[m.ID()])
 		}
 	}
 }
@@ -158,7 +159,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
-			if ok, err := r.flushIfHeldElsewhere(ctx, st, st.byID[mv.To]); err != nil || !ok {
+			if ok, err := r.flushIfHeldElsewhere(ctx, st, st.ByID[mv.To]); err != nil || !ok {
 				return true, err // not emptied: its keys may exist nowhere else (KeysNotElsewhere)
 			}
 		}
@@ -177,7 +178,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 	st.migrating = len(migrations) > 0
 	moved, atomic, err := r.migrate(ctx, st, migrations)
 	if atomic > 0 {
-		st.wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
+		st.Wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
 	}
 	if moved > 0 {
 		remaining := 0
@@ -185,15 +186,15 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 			remaining += len(mv.Slots)
 		}
 		// Go on at once: nothing in Kubernetes is awaited.
-		st.wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
+		st.Wait(fmt.Sprintf("migrating slots: %d of %d moved this round", moved, remaining), time.Millisecond)
 	}
 	if moved == 0 && atomic == 0 && len(migrations) == len(moves) && err == nil {
 		st.migrating = false
-		st.wait("waiting to try again the slots whose keys could not move", time.Second)
+		st.Wait("waiting to try again the slots whose keys could not move", time.Second)
 		return false, nil
 	}
 	if moved == 0 && atomic == 0 {
-		st.wait("assigning slots", short)
+		st.Wait("assigning slots", short)
 	}
 	return true, err
 }
@@ -212,7 +213,7 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []plan
 		bySource[mv.From] = append(bySource[mv.From], mv)
 	}
 	for _, id := range sources {
-		src := st.byID[id]
+		src := st.ByID[id]
 		if r.atomicMoves(st, src, bySource[id]) {
 			n, err := r.migrateAtomically(ctx, st, src, bySource[id])
 			atomic += n
@@ -235,7 +236,7 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []plan
 // assignSlots gives a move's slots without an owner to its target: free slots by
 // ADDSLOTSRANGE, slots of a lost owner by claimSlots.
 func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv planner.Move, orphan map[int]string) error {
-	dst := st.byID[mv.To]
+	dst := st.ByID[mv.To]
 	var free, claimed []int
 	for _, slot := range mv.Slots {
 		if orphan[slot] != "" {
@@ -248,7 +249,7 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv plann
 		if err := r.claimSlots(ctx, st, claimed, dst); err != nil {
 			return err
 		}
-		r.event(st, dst.node, corev1.EventTypeWarning, valkeyv1.EventSlotsReassigned, "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.node.Name)
+		r.event(st, dst.Node, corev1.EventTypeWarning, valkeyv1.EventSlotsReassigned, "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.Node.Name)
 	}
 	if len(free) == 0 {
 		return nil
@@ -257,21 +258,21 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv plann
 	for _, rg := range planner.CompactSlots(free) {
 		args = append(args, strconv.Itoa(rg.Start), strconv.Itoa(rg.End))
 	}
-	if err := st.cs.ok(ctx, dst.addr, args...); err != nil {
+	if err := st.Conns.OK(ctx, dst.Addr, args...); err != nil {
 		return err
 	}
-	r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.node.Name)
+	r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.Node.Name)
 	return nil
 }
 
 // migrateMove migrates up to budget of a move's slots key by key, slotsPerBatch at a time,
 // and returns how many it moved.
 func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv planner.Move, budget int) (int, error) {
-	src, dst := st.byID[mv.From], st.byID[mv.To]
+	src, dst := st.ByID[mv.From], st.ByID[mv.To]
 	if migrationStarting(st) && budget > 0 {
 		// Once per migration (the cluster's Progressing says whether one is under way),
 		// not once per round.
-		r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.node.Name, dst.node.Name)
+		r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.Node.Name, dst.Node.Name)
 	}
 	// Slots whose keys could not move wait for their next try (see stallBook) and take
 	// nothing of the budget.
@@ -282,7 +283,7 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv plann
 		n, err := r.migrateSlots(ctx, st, batch, src, dst)
 		moved += n
 		if err != nil {
-			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.node.Name, dst.node.Name, err)
+			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.Node.Name, dst.Node.Name, err)
 		}
 	}
 	return moved, nil
@@ -291,7 +292,7 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv plann
 // migrationStarting tells whether the ValkeyCluster's status does not report a migration
 // under way yet.
 func migrationStarting(st *clusterState) bool {
-	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
+	c := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionProgressing)
 	return c == nil || c.Status != metav1.ConditionTrue ||
 		(c.Reason != valkeyv1.ReasonMigratingSlots && c.Reason != valkeyv1.ReasonMigrationStalled)
 }
@@ -301,11 +302,11 @@ func migrationStarting(st *clusterState) bool {
 // are failed, and no live replica follows them (Valkey would promote it). Their keys are
 // lost; their slots are given to the primaries that need slots.
 func lostOwners(st *clusterState) map[string]bool {
-	reported := st.reportedIDs()
+	reported := st.ReportedIDs()
 	liveFollower := liveFollowers(st)
 	out := map[string]bool{}
-	for id, n := range st.view {
-		if n.Primary() && n.SlotCount() > 0 && n.Failed() && !reported[id] && st.byID[id] == nil && !liveFollower[id] {
+	for id, n := range st.View {
+		if n.Primary() && n.SlotCount() > 0 && n.Failed() && !reported[id] && st.ByID[id] == nil && !liveFollower[id] {
 			out[id] = true
 		}
 	}
@@ -316,7 +317,7 @@ func lostOwners(st *clusterState) map[string]bool {
 // not failed.
 func liveFollowers(st *clusterState) map[string]bool {
 	out := map[string]bool{}
-	for _, n := range st.view {
+	for _, n := range st.View {
 		if n.PrimaryID != "" && !n.Failed() && !n.Flags["fail?"] {
 			out[n.PrimaryID] = true
 		}
@@ -326,18 +327,18 @@ func liveFollowers(st *clusterState) map[string]bool {
 
 // claimSlots gives slots owned by a lost node to dst: dst bumps its config epoch so that
 // its claim wins over the lost owner's, then every member is told the new owner.
-func (r *Reconciler) claimSlots(ctx context.Context, st *clusterState, slots []int, dst *member) error {
-	if err := st.cs.ok(ctx, dst.addr, "CLUSTER", "BUMPEPOCH"); err != nil {
+func (r *Reconciler) claimSlots(ctx context.Context, st *clusterState, slots []int, dst *round.Member) error {
+	if err := st.Conns.OK(ctx, dst.Addr, "CLUSTER", "BUMPEPOCH"); err != nil {
 		return err
 	}
-	if _, err := st.cs.multi(ctx, dst.addr, setslot(slots, "NODE", dst.id())); err != nil {
+	if _, err := st.Conns.Multi(ctx, dst.Addr, setslot(slots, "NODE", dst.ID())); err != nil {
 		return err
 	}
-	for _, m := range st.sortedMembers() {
-		if m == dst || !st.inCluster(m) {
+	for _, m := range st.SortedMembers() {
+		if m == dst || !st.InCluster(m) {
 			continue
 		}
-		if _, err := st.cs.multi(ctx, m.addr, setslot(slots, "NODE", dst.id())); err != nil {
+		if _, err := st.Conns.Multi(ctx, m.Addr, setslot(slots, "NODE", dst.ID())); err != nil {
 			return err
 		}
 	}

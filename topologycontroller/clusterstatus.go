@@ -10,6 +10,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // clusterFacts is what the ValkeyCluster status is computed from: one round's findings,
@@ -66,18 +67,18 @@ type nodeFact struct {
 
 // factsOf reduces a round's state to clusterFacts.
 func factsOf(st *clusterState) clusterFacts {
-	vc := st.cluster
+	vc := st.Cluster
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
-		slots: assignedSlots(st), stateOK: st.seed != nil, migrating: st.migrating, progress: st.progress,
+		slots: assignedSlots(st), stateOK: st.Seed != nil, migrating: st.migrating, progress: st.Progress,
 		stalled: st.stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, notOwned: st.notOwned, formed: formedBefore(vc),
 	}
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		approval := rollApproval(st, n)
 		f.nodes = append(f.nodes, nodeFact{
 			name: n.Name, shard: n.Spec.Shard, replica: n.Spec.ReplicaIndex,
 			wanted: n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex),
-			ready:  status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) && st.joined(n),
+			ready:  status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) && st.Joined(n),
 			rolling: status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) ||
 				status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved),
 			rollsNoReplica: approval.Status == metav1.ConditionTrue && approval.Reason == valkeyv1.ReasonApprovedNoReplica,
@@ -85,22 +86,22 @@ func factsOf(st *clusterState) clusterFacts {
 			volume:         volumeFinding(n),
 		})
 	}
-	f.versions = serverVersions(st)
-	f.largestVolume, f.grownVolumes = volumeFigures(st.nodes, func(n *valkeyv1.ValkeyNode) bool {
+	f.versions = round.ServerVersions(st.State)
+	f.largestVolume, f.grownVolumes = volumeFigures(st.Nodes, func(n *valkeyv1.ValkeyNode) bool {
 		return n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex)
 	})
 	for s := int32(0); s < vc.Spec.Shards; s++ {
-		if p := st.primary[s]; p != nil && p.self.SlotCount() > 0 && st.joined(p.node) {
+		if p := st.Primary[s]; p != nil && p.Self.SlotCount() > 0 && st.Joined(p.Node) {
 			f.serving[s] = true
 		}
 	}
-	for _, m := range st.sortedMembers() {
-		if m.state != "ok" && st.inCluster(m) {
+	for _, m := range st.SortedMembers() {
+		if m.ClusterState != "ok" && st.InCluster(m) {
 			f.stateOK = false
 		}
 	}
-	for id, n := range st.view {
-		if n.Primary() && n.SlotCount() > 0 && st.byID[id] == nil {
+	for id, n := range st.View {
+		if n.Primary() && n.SlotCount() > 0 && st.ByID[id] == nil {
 			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.SlotCount()))
 		}
 	}
@@ -277,7 +278,7 @@ func slotsAssigned(slots int) metav1.Condition {
 // assignedSlots is the number of slots some primary owns in the seed's view.
 func assignedSlots(st *clusterState) int {
 	total := 0
-	for _, n := range st.view {
+	for _, n := range st.View {
 		if n.Primary() {
 			total += n.SlotCount()
 		}

@@ -55,14 +55,14 @@ func (b *convergeBook) forget(uid types.UID) {
 func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 	why := convergingIn(st)
 	if len(why) == 0 {
-		r.converging.forget(st.cluster.UID)
+		r.converging.forget(st.Cluster.UID)
 		return
 	}
 	msg := "waiting for Valkey to converge: " + why[0]
 	if len(why) > 1 {
 		msg += fmt.Sprintf(" (and %d more)", len(why)-1)
 	}
-	st.wait(msg, r.converging.next(st.cluster.UID, r.Options.ResyncPeriod))
+	st.Wait(msg, r.converging.next(st.Cluster.UID, r.Options.ResyncPeriod))
 }
 
 // convergingIn describes what Valkey has yet to settle by itself this round: a wanted node
@@ -74,23 +74,23 @@ func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 // WorkloadReady wakes the controller.
 func convergingIn(st *clusterState) []string {
 	var why []string
-	for _, n := range st.nodes {
-		if st.members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+	for _, n := range st.Nodes {
+		if st.Members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}
 		// A node kept out because its keys exist nowhere else waits for the user, not for
 		// Valkey (flushIfHeldElsewhere looks again at its own pace).
-		if o := st.out[n.Name]; o != nil && !st.joined(n) && o.joined.Reason != valkeyv1.ReasonKeysNotElsewhere {
-			why = append(why, n.Name+": "+o.joined.Message)
+		if o := st.Out[n.Name]; o != nil && !st.Joined(n) && o.Joined.Reason != valkeyv1.ReasonKeysNotElsewhere {
+			why = append(why, n.Name+": "+o.Joined.Message)
 		}
 	}
 	why = append(why, slotsNotSpread(st)...)
 	if assignedSlots(st) != planner.TotalSlots {
 		return why
 	}
-	for _, m := range st.sortedMembers() {
-		if st.inCluster(m) && m.state != "ok" {
-			why = append(why, fmt.Sprintf("%s reports cluster_state %s", m.node.Name, m.state))
+	for _, m := range st.SortedMembers() {
+		if st.InCluster(m) && m.ClusterState != "ok" {
+			why = append(why, fmt.Sprintf("%s reports cluster_state %s", m.Node.Name, m.ClusterState))
 		}
 	}
 	return why
@@ -100,16 +100,16 @@ func convergingIn(st *clusterState) []string {
 // view gives them: slots assigned a round ago that gossip has not brought to the seed yet.
 func slotsNotSpread(st *clusterState) []string {
 	var why []string
-	for _, m := range st.sortedMembers() {
-		if !m.self.Primary() || m == st.seed {
+	for _, m := range st.SortedMembers() {
+		if !m.Self.Primary() || m == st.Seed {
 			continue
 		}
 		seen := 0
-		if n := st.view[m.id()]; n != nil {
+		if n := st.View[m.ID()]; n != nil {
 			seen = n.SlotCount()
 		}
-		if own := m.self.SlotCount(); own > seen {
-			why = append(why, fmt.Sprintf("%s owns %d slots, the seed sees %d", m.node.Name, own, seen))
+		if own := m.Self.SlotCount(); own > seen {
+			why = append(why, fmt.Sprintf("%s owns %d slots, the seed sees %d", m.Node.Name, own, seen))
 		}
 	}
 	return why

@@ -11,11 +11,11 @@ import (
 // one without keeps its slots until balanceSlots has moved them to the other primaries
 // (it is no slot target any more).
 func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) {
-	for _, m := range st.sortedMembers() {
-		if !m.deleting() || !m.self.Primary() || m.self.SlotCount() == 0 {
+	for _, m := range st.SortedMembers() {
+		if !m.Deleting() || !m.Self.Primary() || m.Self.SlotCount() == 0 {
 			continue
 		}
-		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.cluster.UID, m.node.Name}).running() {
+		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.Cluster.UID, m.Node.Name}).running() {
 			r.failover(ctx, st, m, "node deleted")
 			return true, nil
 		}
@@ -25,15 +25,15 @@ func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) 
 
 // drainedStatus decides Drained for a node being deleted.
 func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, string) {
-	if m := st.members[n.Name]; m.reachable() {
-		if c := m.self.SlotCount(); c > 0 && m.self.Primary() {
+	if m := st.Members[n.Name]; m.Reachable() {
+		if c := m.Self.SlotCount(); c > 0 && m.Self.Primary() {
 			return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots; moving them off", c)
 		}
-		if id := m.self.PrimaryID; !m.self.Primary() && id != "" && st.byID[id] == nil {
+		if id := m.Self.PrimaryID; !m.Self.Primary() && id != "" && st.ByID[id] == nil {
 			return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("its primary %s is down: this replica may hold the only copy of the shard's keys, "+
 				"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(id), valkeyv1.AnnotationSkipDrain)
 		}
-		if st.inCluster(m) || (n.Status.Topology != nil && n.Status.Topology.NodeID != "") {
+		if st.InCluster(m) || (n.Status.Topology != nil && n.Status.Topology.NodeID != "") {
 			return true, valkeyv1.ReasonNoSlots, "owns no slots"
 		}
 		return true, valkeyv1.ReasonNeverJoined, "never joined the cluster"
@@ -45,14 +45,14 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 	if id == "" {
 		return true, valkeyv1.ReasonNeverJoined, "never joined the cluster"
 	}
-	if v := st.view[id]; v != nil && v.Primary() && v.SlotCount() > 0 {
+	if v := st.View[id]; v != nil && v.Primary() && v.SlotCount() > 0 {
 		return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots and is unreachable: they cannot move until it is back (annotation %s skips the drain; its slots become unavailable)", v.SlotCount(), valkeyv1.AnnotationSkipDrain)
 	}
-	if v := st.view[id]; v != nil && !v.Primary() && v.PrimaryID != "" && st.byID[v.PrimaryID] == nil {
+	if v := st.View[id]; v != nil && !v.Primary() && v.PrimaryID != "" && st.ByID[v.PrimaryID] == nil {
 		return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("is unreachable and its primary %s is down too: its claim may hold the only copy of the shard's keys, "+
 			"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(v.PrimaryID), valkeyv1.AnnotationSkipDrain)
 	}
-	if st.seed == nil {
+	if st.Seed == nil {
 		return false, valkeyv1.ReasonMigratingSlots, "no node of the cluster is reachable to check its slots"
 	}
 	return true, valkeyv1.ReasonNoSlots, "owns no slots"

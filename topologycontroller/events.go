@@ -13,8 +13,8 @@ func (r *Reconciler) event(st *clusterState, node *valkeyv1.ValkeyNode, eventTyp
 	if node != nil {
 		related = node
 	}
-	r.Recorder.Eventf(st.cluster, related, eventType, reason, action, msg, args...)
-	countEvent(st.cluster.Namespace, st.cluster.Name, reason)
+	r.Recorder.Eventf(st.Cluster, related, eventType, reason, action, msg, args...)
+	countEvent(st.Cluster.Namespace, st.Cluster.Name, reason)
 	if node != nil {
 		r.Recorder.Eventf(node, nil, eventType, reason, action, msg, args...)
 	}

@@ -6,10 +6,11 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // CommandsSent is how many commands reconciles of this process sent to Valkey servers.
-func CommandsSent() int64 { return commandsSent.Load() }
+func CommandsSent() int64 { return round.CommandsSent.Load() }
 
 // NewReconciler is a Reconciler outside a manager, for the benchmark's reconciles of a
 // settled cluster.

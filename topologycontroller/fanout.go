@@ -14,6 +14,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/owned"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // desiredNodeSpec is the spec of node (shard, replica) of vc: its place, and a copy of the
@@ -94,7 +95,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 	if err != nil {
 		return nil, nil, err
 	}
-	sortNodes(nodes)
+	round.SortNodes(nodes)
 	return nodes, waiting, nil
 }
 

@@ -11,6 +11,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // keptKeysRecheck is how often a node kept out of the cluster for its keys is looked at
@@ -24,8 +25,8 @@ const keptKeysRecheck = 5 * time.Second
 // Otherwise its keys may exist nowhere else (it came back from a retained claim after its
 // slots went to a node that never had them): it is left as it is, with ClusterJoined=False
 // KeysNotElsewhere and a Warning event, and false is returned.
-func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState, m *member) (bool, error) {
-	keys, err := dbSize(ctx, st.cs, m.addr)
+func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState, m *round.Member) (bool, error) {
+	keys, err := dbSize(ctx, st.Conns, m.Addr)
 	if err != nil || keys == 0 {
 		return err == nil, err
 	}
@@ -37,27 +38,27 @@ func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState,
 		r.keepKeys(st, m, keys, missing)
 		return false, nil
 	}
-	return true, st.cs.ok(ctx, m.addr, "FLUSHALL")
+	return true, st.Conns.OK(ctx, m.Addr, "FLUSHALL")
 }
 
 // keepKeys reports a node whose keys are not flushed (an event only when the news is new).
-func (r *Reconciler) keepKeys(st *clusterState, m *member, keys int64, missing string) {
+func (r *Reconciler) keepKeys(st *clusterState, m *round.Member, keys int64, missing string) {
 	msg := fmt.Sprintf("holds %d keys but owns no slots, and %s: they may exist nowhere else, so it is not emptied to join as a replica. "+
 		"Copy the keys to the cluster (for example MIGRATE … COPY from this server to the slot's owner), or run FLUSHALL on it if they are not needed; it then joins",
 		keys, missing)
-	cur := status.Get(m.node.Status.Conditions, valkeyv1.ConditionClusterJoined)
+	cur := status.Get(m.Node.Status.Conditions, valkeyv1.ConditionClusterJoined)
 	if cur == nil || cur.Reason != valkeyv1.ReasonKeysNotElsewhere || cur.Message != msg {
-		r.event(st, m.node, corev1.EventTypeWarning, valkeyv1.EventKeysNotFlushed, "KeepKeys", "node %s %s", m.node.Name, msg)
+		r.event(st, m.Node, corev1.EventTypeWarning, valkeyv1.EventKeysNotFlushed, "KeepKeys", "node %s %s", m.Node.Name, msg)
 	}
-	st.out[m.node.Name].joined = joinedCondition(false, valkeyv1.ReasonKeysNotElsewhere, msg)
-	st.wait(fmt.Sprintf("node %s holds keys found nowhere else", m.node.Name), keptKeysRecheck)
+	st.Out[m.Node.Name].Joined = joinedCondition(false, valkeyv1.ReasonKeysNotElsewhere, msg)
+	st.Wait(fmt.Sprintf("node %s holds keys found nowhere else", m.Node.Name), keptKeysRecheck)
 }
 
 // keysNotElsewhere compares, slot by slot, the keys m holds with those of the slot's owner
 // in the seed's view. It describes the slots whose owner holds fewer keys, is unknown or
 // cannot be asked; "" when there are none.
-func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string, error) {
-	mine, err := countKeys(ctx, st.cs, m.addr, allSlots())
+func keysNotElsewhere(ctx context.Context, st *clusterState, m *round.Member) (string, error) {
+	mine, err := round.CountKeys(ctx, st.Conns, m.Addr, allSlots())
 	if err != nil {
 		return "", err
 	}
@@ -68,8 +69,8 @@ func keysNotElsewhere(ctx context.Context, st *clusterState, m *member) (string,
 	}
 	theirs := map[int]int64{}
 	for id, slots := range bySlotOwner {
-		if o := st.byID[id]; o != nil && id != m.id() {
-			counts, err := countKeys(ctx, st.cs, o.addr, slots)
+		if o := st.ByID[id]; o != nil && id != m.ID() {
+			counts, err := round.CountKeys(ctx, st.Conns, o.Addr, slots)
 			if err != nil {
 				return "", err
 			}
@@ -107,10 +108,10 @@ const flushCheckBatch = 512
 // keysAbsentOnOwners counts, for each slot whose reachable owner holds at least as many keys
 // as m (a count says nothing of which keys), m's keys of it that the owner does not have:
 // CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
-func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
+func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *round.Member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
 	var slots []int
 	for slot := 0; slot < planner.TotalSlots; slot++ {
-		if o := st.byID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
+		if o := st.ByID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
 			slots = append(slots, slot)
 		}
 	}
@@ -125,12 +126,12 @@ func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *member, mine, 
 }
 
 // countAbsent adds to absent the keys of m in slots that their owner does not have.
-func countAbsent(ctx context.Context, st *clusterState, m *member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
+func countAbsent(ctx context.Context, st *clusterState, m *round.Member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
 	gets := make([][]string, len(slots))
 	for i, slot := range slots {
 		gets[i] = []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.FormatInt(mine[slot], 10)}
 	}
-	res, err := st.cs.multi(ctx, m.addr, gets)
+	res, err := st.Conns.Multi(ctx, m.Addr, gets)
 	if err != nil {
 		return err
 	}
@@ -139,21 +140,21 @@ func countAbsent(ctx context.Context, st *clusterState, m *member, slots []int, 
 	for i, r := range res {
 		keys, err := r.AsStrSlice()
 		if err != nil {
-			return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], m.node.Name, err)
+			return fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], m.Node.Name, err)
 		}
 		id := owner[slots[i]]
 		exists[id] = append(exists[id], append([]string{"EXISTS"}, keys...))
 		bySlot[id] = append(bySlot[id], slots[i])
 	}
 	for id, cmds := range exists {
-		res, err := st.cs.multi(ctx, st.byID[id].addr, cmds)
+		res, err := st.Conns.Multi(ctx, st.ByID[id].Addr, cmds)
 		if err != nil {
 			return err
 		}
 		for i, r := range res {
 			n, err := r.AsInt64()
 			if err != nil {
-				return fmt.Errorf("EXISTS on %s: %w", st.byID[id].node.Name, err)
+				return fmt.Errorf("EXISTS on %s: %w", st.ByID[id].Node.Name, err)
 			}
 			if missing := int64(len(cmds[i])-1) - n; missing > 0 {
 				absent[bySlot[id][i]] = missing
@@ -165,20 +166,20 @@ func countAbsent(ctx context.Context, st *clusterState, m *member, slots []int, 
 
 // describeShortSlot names a slot whose owner lacks keys m holds.
 func describeShortSlot(st *clusterState, slot int, mine, theirs int64, id string) string {
-	o := st.byID[id]
+	o := st.ByID[id]
 	switch {
 	case id == "":
 		return fmt.Sprintf("slot %d: %d keys here, no owner", slot, mine)
 	case o == nil:
 		return fmt.Sprintf("slot %d: %d keys here, its owner %s unreachable", slot, mine, short8(id))
 	}
-	return fmt.Sprintf("slot %d: %d keys here, %d on its owner %s", slot, mine, theirs, o.node.Name)
+	return fmt.Sprintf("slot %d: %d keys here, %d on its owner %s", slot, mine, theirs, o.Node.Name)
 }
 
 // slotOwnerIDs maps every slot to its owner in the seed's view ("" when unowned).
 func slotOwnerIDs(st *clusterState) map[int]string {
 	out := make(map[int]string, planner.TotalSlots)
-	for id, n := range st.view {
+	for id, n := range st.View {
 		if !n.Primary() {
 			continue
 		}
@@ -198,8 +199,8 @@ func allSlots() []int {
 }
 
 // dbSize is the number of keys of the server at addr.
-func dbSize(ctx context.Context, cs *conns, addr string) (int64, error) {
-	s, err := cs.do(ctx, addr, "DBSIZE")
+func dbSize(ctx context.Context, cs *round.Conns, addr string) (int64, error) {
+	s, err := cs.Do(ctx, addr, "DBSIZE")
 	if err != nil {
 		return 0, err
 	}

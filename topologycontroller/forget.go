@@ -13,21 +13,21 @@ import (
 // stands for them any more, they are unreachable, own no slots and no node follows them.
 // An ID that still owns slots or has replicas is never forgotten.
 func forgettable(st *clusterState, reachable func(addr string) bool) []string {
-	reported := st.reportedIDs()
+	reported := st.ReportedIDs()
 	followed := map[string]bool{}
-	for _, n := range st.view {
+	for _, n := range st.View {
 		if n.PrimaryID != "" {
 			followed[n.PrimaryID] = true
 		}
 	}
-	for _, m := range st.byID {
-		if m.self.PrimaryID != "" {
-			followed[m.self.PrimaryID] = true
+	for _, m := range st.ByID {
+		if m.Self.PrimaryID != "" {
+			followed[m.Self.PrimaryID] = true
 		}
 	}
 	var out []string
-	for id, n := range st.view {
-		if n.Myself() || reported[id] || st.byID[id] != nil || n.SlotCount() > 0 || followed[id] {
+	for id, n := range st.View {
+		if n.Myself() || reported[id] || st.ByID[id] != nil || n.SlotCount() > 0 || followed[id] {
 			continue
 		}
 		if !n.Failed() && n.Addr != "" && reachable(n.Addr) {
@@ -41,7 +41,7 @@ func forgettable(st *clusterState, reachable func(addr string) bool) []string {
 // forget removes stale IDs from every member (CLUSTER FORGET has to reach every node, or
 // gossip brings the ID back).
 func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error) {
-	if st.seed == nil {
+	if st.Seed == nil {
 		return false, nil
 	}
 	ids := forgettable(st, func(addr string) bool { return dialable(ctx, addr, r.Options.DialTimeout) })
@@ -49,16 +49,16 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 		return false, nil
 	}
 	for _, id := range ids {
-		for _, m := range st.sortedMembers() {
-			if m.id() == id || m.other(id) == nil {
+		for _, m := range st.SortedMembers() {
+			if m.ID() == id || m.Other(id) == nil {
 				continue
 			}
-			if err := st.cs.ok(ctx, m.addr, "CLUSTER", "FORGET", id); err != nil && !strings.Contains(err.Error(), "Unknown node") {
+			if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "FORGET", id); err != nil && !strings.Contains(err.Error(), "Unknown node") {
 				return true, err
 			}
 		}
 		r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
 	}
-	st.wait("forgetting stale node IDs", short)
+	st.Wait("forgetting stale node IDs", short)
 	return true, nil
 }

@@ -137,12 +137,12 @@ func bytesQuantity(n int64) string {
 // noteHeadroom decides the cluster's VolumeHeadroom this round, with a Warning event when
 // it turns False (or says something else while False).
 func (r *Reconciler) noteHeadroom(st *clusterState) {
-	c := headroomCondition(&st.cluster.Spec.ServerSpec)
+	c := headroomCondition(&st.Cluster.Spec.ServerSpec)
 	st.headroom = c
 	if c == nil || c.Status != metav1.ConditionFalse {
 		return
 	}
-	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionVolumeHeadroom); cur == nil || cur.Status != c.Status || cur.Message != c.Message {
+	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionVolumeHeadroom); cur == nil || cur.Status != c.Status || cur.Message != c.Message {
 		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientHeadroom, "CheckHeadroom", "%s", c.Message)
 	}
 }

@@ -18,6 +18,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/internal/valkeyconf"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // Live config (see docs/contract.md, "Live config"): the keys of spec.config a server
@@ -77,14 +78,14 @@ type liveOutcome struct {
 // applyLiveConfig sets the live keys of spec.config on every reachable server that does
 // not run them yet, and decides each node's ConfigApplied and the cluster's.
 func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
-	prev := r.live.of(st.cluster.UID)
-	next := make(map[string]liveRecord, len(st.nodes))
-	st.config = make(map[string]*metav1.Condition, len(st.nodes))
+	prev := r.live.of(st.Cluster.UID)
+	next := make(map[string]liveRecord, len(st.Nodes))
+	st.config = make(map[string]*metav1.Condition, len(st.Nodes))
 	var out liveOutcome
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		rec, had := prev[n.Name]
-		m := st.members[n.Name]
-		if !m.reachable() {
+		m := st.Members[n.Name]
+		if !m.Reachable() {
 			if had {
 				next[n.Name] = rec
 			}
@@ -93,9 +94,9 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			continue
 		}
 		named := valkeyconf.NamedLive(n.Spec.Config)
-		fresh := liveRecord{runID: m.repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named)}
+		fresh := liveRecord{runID: m.Repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named)}
 		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {
-			refused, err := setLive(ctx, st.cs, m.addr, withRemoved(named, rec.keys))
+			refused, err := setLive(ctx, st.Conns, m.Addr, withRemoved(named, rec.keys))
 			if err != nil { // not an answer of the server: tried again next round
 				out.waiting = append(out.waiting, n.Name)
 				st.config[n.Name] = unreachableConfig(n)
@@ -121,7 +122,7 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			out.answered++
 		}
 	}
-	r.live.keep(st.cluster.UID, next)
+	r.live.keep(st.Cluster.UID, next)
 	r.reportLiveConfig(st, out)
 }
 
@@ -141,12 +142,12 @@ func withRemoved(named map[string]string, before []string) map[string]string {
 
 // setLive sends one CONFIG SET of values (nothing when there are none). refused is the
 // server's error; err is any other failure (no answer).
-func setLive(ctx context.Context, cs *conns, addr string, values map[string]string) (refused string, err error) {
+func setLive(ctx context.Context, cs *round.Conns, addr string, values map[string]string) (refused string, err error) {
 	args := valkeyconf.SetArgs(values)
 	if args == nil {
 		return "", nil
 	}
-	res, err := cs.do(ctx, addr, args...)
+	res, err := cs.Do(ctx, addr, args...)
 	if err != nil {
 		return "", err
 	}
@@ -188,10 +189,10 @@ func unreachableConfig(n *valkeyv1.ValkeyNode) *metav1.Condition {
 // reportLiveConfig decides the cluster's ConfigApplied and sends its events: one Normal
 // event for the servers given changed values this round, one Warning for new refusals.
 func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
-	named := orNone(valkeyconf.Named(st.cluster.Spec.Config))
+	named := orNone(valkeyconf.Named(st.Cluster.Spec.Config))
 	if len(out.set) > 0 {
 		sort.Strings(out.set)
-		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeNormal, valkeyv1.EventConfigApplied, "SetConfig",
+		r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeNormal, valkeyv1.EventConfigApplied, "SetConfig",
 			"set spec.config's live keys (%s) on %s without a restart", named, strings.Join(out.set, ", "))
 	}
 	var c metav1.Condition
@@ -199,9 +200,9 @@ func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
 	case len(out.refused) > 0:
 		msg := fmt.Sprintf("servers refused spec.config's live keys (%s), and run as they were: %s; correct spec.config",
 			named, refusedBy(out.refused))
-		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionConfigApplied); cur == nil || cur.Message != msg {
+		if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionConfigApplied); cur == nil || cur.Message != msg {
 			// An event's note holds at most 1 kB.
-			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, valkeyv1.EventConfigRefused, "SetConfig", "%s", truncate(msg, 1000))
+			r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, valkeyv1.EventConfigRefused, "SetConfig", "%s", truncate(msg, 1000))
 		}
 		c = status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonConfigRefused, msg)
 	case out.answered == 0:

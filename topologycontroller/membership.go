@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // meet brings every ready node into the seed's cluster, at the address its pod has now:
@@ -16,53 +17,53 @@ import (
 // back with its nodes.conf at a new IP (same ID; the MEET repairs the stale address in
 // every peer's view). It then waits until every member knows every other one.
 func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
-	if st.seed == nil {
-		if len(st.members) > 0 {
-			st.wait("waiting for a reachable node", time.Second)
+	if st.Seed == nil {
+		if len(st.Members) > 0 {
+			st.Wait("waiting for a reachable node", time.Second)
 			return true, nil
 		}
-		st.wait("waiting for pods", 0)
+		st.Wait("waiting for pods", 0)
 		return false, nil
 	}
 	acted := false
-	for _, m := range st.sortedMembers() {
-		if m == st.seed || m.deleting() {
+	for _, m := range st.SortedMembers() {
+		if m == st.Seed || m.Deleting() {
 			continue
 		}
-		if !m.sees(st.seed) {
+		if !m.Sees(st.Seed) {
 			// m has never seen the seed (a new or reset node), or only at a stale address.
-			if seenAt := m.unseen[st.seed.id()]; seenAt != st.seed.addr {
-				if err := meetAt(ctx, st.cs, m.addr, st.seed.addr); err != nil {
+			if seenAt := m.Unseen[st.Seed.ID()]; seenAt != st.Seed.Addr {
+				if err := meetAt(ctx, st.Conns, m.Addr, st.Seed.Addr); err != nil {
 					return acted, err
 				}
 				acted = true
 			}
 		}
-		if !st.inCluster(m) {
-			if err := meetAt(ctx, st.cs, st.seed.addr, m.addr); err != nil {
+		if !st.InCluster(m) {
+			if err := meetAt(ctx, st.Conns, st.Seed.Addr, m.Addr); err != nil {
 				return acted, err
 			}
-			r.event(st, m.node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.node.Name, short8(m.id()), m.addr)
+			r.event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, short8(m.ID()), m.Addr)
 			acted = true
 		}
 	}
 	if acted {
-		st.wait("meeting nodes", short)
+		st.Wait("meeting nodes", short)
 		return true, nil
 	}
 	if a, b := st.unseenPair(); a != nil {
-		st.wait(fmt.Sprintf("waiting for %s to see %s at %s", a.node.Name, b.node.Name, b.addr), short)
+		st.Wait(fmt.Sprintf("waiting for %s to see %s at %s", a.Node.Name, b.Node.Name, b.Addr), short)
 		return true, nil
 	}
 	return false, nil
 }
 
-func meetAt(ctx context.Context, cs *conns, on, addr string) error {
+func meetAt(ctx context.Context, cs *round.Conns, on, addr string) error {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
-	return cs.ok(ctx, on, "CLUSTER", "MEET", host, port)
+	return cs.OK(ctx, on, "CLUSTER", "MEET", host, port)
 }
 
 func short8(id string) string {
@@ -78,26 +79,26 @@ func short8(id string) string {
 // owners hold those keys (flushIfHeldElsewhere); otherwise it stays out and says why.
 func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, error) {
 	acted := false
-	for _, m := range st.sortedMembers() {
-		if m.deleting() || !st.inCluster(m) {
+	for _, m := range st.SortedMembers() {
+		if m.Deleting() || !st.InCluster(m) {
 			continue
 		}
-		p := st.primary[m.node.Spec.Shard]
-		if p == nil || p == m || !wanted(st.cluster, m.node.Spec.Shard, m.node.Spec.ReplicaIndex) {
+		p := st.Primary[m.Node.Spec.Shard]
+		if p == nil || p == m || !wanted(st.Cluster, m.Node.Spec.Shard, m.Node.Spec.ReplicaIndex) {
 			continue
 		}
-		if !m.self.Primary() && m.self.PrimaryID == p.id() {
+		if !m.Self.Primary() && m.Self.PrimaryID == p.ID() {
 			// Following the right ID, but the replication link may still point at the
 			// primary's old address (a primary that came back at a new IP with its
 			// nodes.conf): REPLICATE again re-points it.
-			if host, port := m.repl["master_host"], m.repl["master_port"]; host == "" || net.JoinHostPort(host, port) == p.addr || m.linkUp() {
+			if host, port := m.Repl["master_host"], m.Repl["master_port"]; host == "" || net.JoinHostPort(host, port) == p.Addr || m.LinkUp() {
 				continue
 			}
 		}
-		if m.self.Primary() && m.self.SlotCount() > 0 {
+		if m.Self.Primary() && m.Self.SlotCount() > 0 {
 			continue // a primary with slots is never demoted here; rolls and drains fail over
 		}
-		if m.self.Primary() {
+		if m.Self.Primary() {
 			flushed, err := r.flushIfHeldElsewhere(ctx, st, m)
 			if err != nil {
 				return acted, err
@@ -106,14 +107,14 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 				continue // its keys may exist nowhere else: it stays out (KeysNotElsewhere)
 			}
 		}
-		if err := st.cs.ok(ctx, m.addr, "CLUSTER", "REPLICATE", p.id()); err != nil {
+		if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "REPLICATE", p.ID()); err != nil {
 			return acted, err
 		}
-		r.event(st, m.node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.node.Name, p.node.Name, short8(p.id()))
+		r.event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.Node.Name, p.Node.Name, short8(p.ID()))
 		acted = true
 	}
 	if acted {
-		st.wait("attaching replicas", short)
+		st.Wait("attaching replicas", short)
 	}
 	return acted, nil
 }
@@ -133,15 +134,15 @@ func dialable(ctx context.Context, addr string, timeout time.Duration) bool {
 // yet (members being deleted and out of the cluster are left out); nil once every member
 // sees every other. Each member's scan noted the members it does not see, so this looks
 // only at those.
-func (st *clusterState) unseenPair() (*member, *member) {
-	left := func(m *member) bool { return m.deleting() && !st.inCluster(m) }
-	for _, a := range st.sortedMembers() {
+func (st *clusterState) unseenPair() (*round.Member, *round.Member) {
+	left := func(m *round.Member) bool { return m.Deleting() && !st.InCluster(m) }
+	for _, a := range st.SortedMembers() {
 		if left(a) {
 			continue
 		}
-		var first *member
-		for id := range a.unseen {
-			if b := st.byID[id]; b != nil && b != a && !left(b) && (first == nil || b.node.Name < first.node.Name) {
+		var first *round.Member
+		for id := range a.Unseen {
+			if b := st.ByID[id]; b != nil && b != a && !left(b) && (first == nil || b.Node.Name < first.Node.Name) {
 				first = b
 			}
 		}

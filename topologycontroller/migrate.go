@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // slotsPerBatch is how many slots move together: their SETSLOT and GETKEYSINSLOT commands
@@ -31,26 +34,26 @@ const (
 // A slot is given to dst only once neither src nor the slot's owner holds keys of it; a
 // slot whose keys could not move stays open and backs off (see stallBook). It returns the
 // number of slots given to dst.
-func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *member) (int, error) {
-	if st.cluster.Spec.Replicas > 0 && len(followersOf(st, dst)) == 0 {
+func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member) (int, error) {
+	if st.Cluster.Spec.Replicas > 0 && len(followersOf(st, dst)) == 0 {
 		// Keys leave the source only once a replica of the target has them (movebatch.go).
-		st.wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there (a replica starting or syncing; one that stays down says why in its WorkloadReady)", dst.node.Name), time.Second)
+		st.Wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there (a replica starting or syncing; one that stays down says why in its WorkloadReady)", dst.Node.Name), time.Second)
 		return 0, nil
 	}
 	slots = r.readySlots(st, slots)
 	var owned []int
 	for _, slot := range slots {
 		// What the source said at the start of this round; a round moves each slot once.
-		if ownsSlot(src.self, slot) {
+		if ownsSlot(src.Self, slot) {
 			owned = append(owned, slot)
 		}
 	}
 	failed := map[int]string{}
 	if len(owned) > 0 {
-		if _, err := st.cs.multi(ctx, dst.addr, setslot(owned, "IMPORTING", src.id())); err != nil {
+		if _, err := st.Conns.Multi(ctx, dst.Addr, setslot(owned, "IMPORTING", src.ID())); err != nil {
 			return 0, err
 		}
-		if _, err := st.cs.multi(ctx, src.addr, setslot(owned, "MIGRATING", dst.id())); err != nil {
+		if _, err := st.Conns.Multi(ctx, src.Addr, setslot(owned, "MIGRATING", dst.ID())); err != nil {
 			return 0, err
 		}
 		var err error
@@ -68,35 +71,35 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 	}
 	// The target first (it then owns the slots and serves them), then the source, then the
 	// other primaries (they would learn it by gossip; telling them speeds up redirections).
-	if _, err := st.cs.multi(ctx, dst.addr, setslot(give, "NODE", dst.id())); err != nil {
+	if _, err := st.Conns.Multi(ctx, dst.Addr, setslot(give, "NODE", dst.ID())); err != nil {
 		return 0, err
 	}
-	if _, err := st.cs.multi(ctx, src.addr, setslot(give, "NODE", dst.id())); err != nil {
+	if _, err := st.Conns.Multi(ctx, src.Addr, setslot(give, "NODE", dst.ID())); err != nil {
 		return 0, err
 	}
-	for _, m := range st.sortedMembers() {
-		if m == src || m == dst || !m.self.Primary() || !st.inCluster(m) {
+	for _, m := range st.SortedMembers() {
+		if m == src || m == dst || !m.Self.Primary() || !st.InCluster(m) {
 			continue
 		}
-		_, _ = st.cs.multi(ctx, m.addr, setslot(give, "NODE", dst.id()))
+		_, _ = st.Conns.Multi(ctx, m.Addr, setslot(give, "NODE", dst.ID()))
 	}
-	r.stalls.cleared(st.cluster.UID, give)
-	slotsMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(len(give)))
+	r.stalls.cleared(st.Cluster.UID, give)
+	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(len(give)))
 	return len(give), nil
 }
 
 // emptied are the slots that may be given to dst: not failed, and no key of them left on
 // src nor on the slot's owner in the seed's view (the source's successor after a failover).
 // The others are added to failed.
-func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *member, failed map[int]string) ([]int, error) {
-	ask := map[*member][]int{}
-	var order []*member
+func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member, failed map[int]string) ([]int, error) {
+	ask := map[*round.Member][]int{}
+	var order []*round.Member
 	for _, slot := range slots {
 		if failed[slot] != "" {
 			continue
 		}
-		for _, m := range []*member{src, st.byID[viewOwner(st, slot)]} {
-			if m == nil || m == dst || !m.reachable() {
+		for _, m := range []*round.Member{src, st.ByID[viewOwner(st, slot)]} {
+			if m == nil || m == dst || !m.Reachable() {
 				continue
 			}
 			if _, ok := ask[m]; !ok {
@@ -106,13 +109,13 @@ func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *membe
 		}
 	}
 	for _, m := range order {
-		counts, err := countKeys(ctx, st.cs, m.addr, ask[m])
+		counts, err := round.CountKeys(ctx, st.Conns, m.Addr, ask[m])
 		if err != nil {
 			return nil, err
 		}
 		for slot, n := range counts {
 			if n > 0 && failed[slot] == "" {
-				failed[slot] = fmt.Sprintf("%s still holds %d keys of it", m.node.Name, n)
+				failed[slot] = fmt.Sprintf("%s still holds %d keys of it", m.Node.Name, n)
 			}
 		}
 	}
@@ -127,7 +130,7 @@ func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *membe
 
 // viewOwner is the ID of the primary that owns slot in the seed's view ("" if none).
 func viewOwner(st *clusterState, slot int) string {
-	for id, n := range st.view {
+	for id, n := range st.View {
 		if n.Primary() && ownsSlot(n, slot) {
 			return id
 		}
@@ -144,7 +147,7 @@ func setslot(slots []int, args ...string) [][]string {
 }
 
 // ownsSlot tells whether n owns slot.
-func ownsSlot(n *clusterNode, slot int) bool {
+func ownsSlot(n *clusternodes.Node, slot int) bool {
 	for _, rg := range n.Slots {
 		if slot >= rg.Start && slot <= rg.End {
 			return true

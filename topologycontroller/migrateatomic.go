@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // atomicPoll is how soon an atomic migration in flight is looked at again: the server
@@ -29,8 +30,8 @@ func (j slotJob) running() bool {
 }
 
 // slotJobs lists the atomic slot migrations the server at addr knows of.
-func slotJobs(ctx context.Context, cs *conns, addr string) ([]slotJob, error) {
-	r, err := cs.do(ctx, addr, "CLUSTER", "GETSLOTMIGRATIONS")
+func slotJobs(ctx context.Context, cs *round.Conns, addr string) ([]slotJob, error) {
+	r, err := cs.Do(ctx, addr, "CLUSTER", "GETSLOTMIGRATIONS")
 	if err != nil {
 		return nil, err
 	}
@@ -54,12 +55,12 @@ func slotJobs(ctx context.Context, cs *conns, addr string) ([]slotJob, error) {
 
 // atomicMoves tells whether the moves from src can go atomically: the mode allows it and
 // the source and every target run a server that can.
-func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []planner.Move) bool {
-	if r.Options.MigrationMode == MigrationKeys || !src.atomicMigration() {
+func (r *Reconciler) atomicMoves(st *clusterState, src *round.Member, moves []planner.Move) bool {
+	if r.Options.MigrationMode == MigrationKeys || !src.AtomicMigration() {
 		return false
 	}
 	for _, mv := range moves {
-		if !st.byID[mv.To].atomicMigration() {
+		if !st.ByID[mv.To].AtomicMigration() {
 			return false
 		}
 	}
@@ -72,7 +73,7 @@ func (r *Reconciler) atomicMoves(st *clusterState, src *member, moves []planner.
 // job lives on the source, so a controller restart only looks again. A job that failed is
 // reported, and its slots start again after a backoff (see stallBook). It returns the
 // slots in flight.
-func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *member, moves []planner.Move) (int, error) {
+func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *round.Member, moves []planner.Move) (int, error) {
 	inFlight := 0
 	for _, mv := range moves {
 		inFlight += len(mv.Slots)
@@ -83,7 +84,7 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 		// that hands over its last slot becomes a replica of the taker): look again.
 		return inFlight, nil
 	}
-	jobs, err := slotJobs(ctx, st.cs, src.addr)
+	jobs, err := slotJobs(ctx, st.Conns, src.Addr)
 	if err != nil {
 		return 0, err
 	}
@@ -114,17 +115,17 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 		}
 		args = append(args, "NODE", mv.To)
 	}
-	if err := st.cs.ok(ctx, src.addr, args...); err != nil {
+	if err := st.Conns.OK(ctx, src.Addr, args...); err != nil {
 		return 0, err
 	}
 	ordered := 0
 	for _, mv := range moves {
 		ordered += len(mv.Slots)
 	}
-	slotsMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(ordered))
+	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(ordered))
 	if migrationStarting(st) {
-		r.event(st, src.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
-			"moving %d slots from %s atomically to %s", inFlight, src.node.Name, targetNames(st, moves))
+		r.event(st, src.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
+			"moving %d slots from %s atomically to %s", inFlight, src.Node.Name, targetNames(st, moves))
 	}
 	return inFlight, nil
 }
@@ -132,22 +133,22 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 func targetNames(st *clusterState, moves []planner.Move) string {
 	names := make([]string, 0, len(moves))
 	for _, mv := range moves {
-		names = append(names, st.byID[mv.To].node.Name)
+		names = append(names, st.ByID[mv.To].Node.Name)
 	}
 	return strings.Join(names, ", ")
 }
 
 // ownMoves keeps the slots of moves that src, by its own word this round, still owns as a
 // primary.
-func ownMoves(src *member, moves []planner.Move) []planner.Move {
-	if !src.self.Primary() {
+func ownMoves(src *round.Member, moves []planner.Move) []planner.Move {
+	if !src.Self.Primary() {
 		return nil
 	}
 	var out []planner.Move
 	for _, mv := range moves {
 		var slots []int
 		for _, slot := range mv.Slots {
-			if ownsSlot(src.self, slot) {
+			if ownsSlot(src.Self, slot) {
 				slots = append(slots, slot)
 			}
 		}

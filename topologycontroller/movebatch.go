@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A batch of keys leaves the source only once a replica of the target holds it. MIGRATE
@@ -39,22 +42,22 @@ var errBatchChanged = errors.New("a key of the batch changed while it moved")
 // holds on its connection). A batch the servers refuse marks its slot failed (its later
 // batches are not sent this round); a batch whose keys changed is moved again by the next
 // pass of moveKeys; an error reaching src fails the whole round.
-func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst *member, batches []keyBatch, failed map[int]string) error {
-	host, port, err := net.SplitHostPort(dst.addr)
+func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst *round.Member, batches []keyBatch, failed map[int]string) error {
+	host, port, err := net.SplitHostPort(dst.Addr)
 	if err != nil {
 		return err
 	}
 	replicas := followersOf(st, dst)
-	return st.cs.dedicated(src.addr, func(c valkey.DedicatedClient) error {
+	return st.Conns.Dedicated(src.Addr, func(c valkey.DedicatedClient) error {
 		for _, b := range batches {
 			if failed[b.slot] != "" {
 				continue
 			}
-			err := r.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.cs.migrateAuth(dst.addr), b, r.Options.CommandTimeout), b)
+			err := r.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.Conns.MigrateAuth(dst.Addr), b, r.Options.CommandTimeout), b)
 			var refused *batchRefused
 			switch {
 			case err == nil:
-				keysMigrated.WithLabelValues(st.cluster.Namespace, st.cluster.Name).Add(float64(len(b.keys)))
+				keysMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(len(b.keys)))
 			case errors.Is(err, errBatchChanged):
 			case errors.As(err, &refused):
 				failed[b.slot] = refused.Error()
@@ -74,11 +77,11 @@ func (e *batchRefused) Error() string { return e.why }
 
 // moveBatch runs the three steps above for one batch on the dedicated connection c to the
 // source.
-func (r *Reconciler) moveBatch(ctx context.Context, c valkey.DedicatedClient, st *clusterState, dst *member, replicas []*member, migrate []string, b keyBatch) error {
+func (r *Reconciler) moveBatch(ctx context.Context, c valkey.DedicatedClient, st *clusterState, dst *round.Member, replicas []*round.Member, migrate []string, b keyBatch) error {
 	res := c.DoMulti(ctx,
 		c.B().Arbitrary("WATCH").Keys(b.keys...).Build(),
 		c.B().Arbitrary(migrate...).Build())
-	commandsSent.Add(2)
+	round.CommandsSent.Add(2)
 	if err := batchError(res[0].Error(), res[1].Error()); err != nil {
 		c.Do(ctx, c.B().Arbitrary("UNWATCH").Build())
 		return err
@@ -91,7 +94,7 @@ func (r *Reconciler) moveBatch(ctx context.Context, c valkey.DedicatedClient, st
 		c.B().Arbitrary("MULTI").Build(),
 		c.B().Arbitrary("DEL").Keys(b.keys...).Build(),
 		c.B().Arbitrary("EXEC").Build())
-	commandsSent.Add(3)
+	round.CommandsSent.Add(3)
 	exec := res[2]
 	if valkey.IsValkeyNil(exec.Error()) {
 		return errBatchChanged // EXEC aborted: a watched key was written
@@ -126,24 +129,24 @@ func batchError(errs ...error) error {
 // replicaHas waits until one of replicas has processed dst's replication stream up to the
 // offset dst reports now (the batch's keys are within it), for at most the command timeout.
 // Without replicas there is nothing to wait for.
-func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *member, replicas []*member) error {
+func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *round.Member, replicas []*round.Member) error {
 	if len(replicas) == 0 {
 		return nil
 	}
-	info, err := st.cs.str(ctx, dst.addr, "INFO", "replication")
+	info, err := st.Conns.Str(ctx, dst.Addr, "INFO", "replication")
 	if err != nil {
 		return err
 	}
-	want := replicationOffset(parseInfo(info))
+	want := round.ReplicationOffset(clusternodes.ParseInfo(info))
 	deadline := time.Now().Add(r.Options.CommandTimeout)
 	for {
 		for _, m := range replicas {
-			if info, err := st.cs.str(ctx, m.addr, "INFO", "replication"); err == nil && replicationOffset(parseInfo(info)) >= want {
+			if info, err := st.Conns.Str(ctx, m.Addr, "INFO", "replication"); err == nil && round.ReplicationOffset(clusternodes.ParseInfo(info)) >= want {
 				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return &batchRefused{why: fmt.Sprintf("no replica of %s reached its replication offset %d within %s: the keys stay on the source", dst.node.Name, want, r.Options.CommandTimeout)}
+			return &batchRefused{why: fmt.Sprintf("no replica of %s reached its replication offset %d within %s: the keys stay on the source", dst.Node.Name, want, r.Options.CommandTimeout)}
 		}
 		select {
 		case <-ctx.Done():
@@ -154,10 +157,10 @@ func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *memb
 }
 
 // followersOf are the members that replicate dst with their link up.
-func followersOf(st *clusterState, dst *member) []*member {
-	var out []*member
-	for _, m := range st.sortedMembers() {
-		if m != dst && m.reachable() && !m.self.Primary() && m.self.PrimaryID == dst.id() && m.linkUp() {
+func followersOf(st *clusterState, dst *round.Member) []*round.Member {
+	var out []*round.Member
+	for _, m := range st.SortedMembers() {
+		if m != dst && m.Reachable() && !m.Self.Primary() && m.Self.PrimaryID == dst.ID() && m.LinkUp() {
 			out = append(out, m)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/valkey-io/valkey-go"
+
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // keyBatch is the keys of one slot that one MIGRATE carries, and their size.
@@ -19,7 +21,7 @@ type keyBatch struct {
 // moveKeys migrates every key of the slots from src to dst until GETKEYSINSLOT finds none
 // left. It returns the slots whose keys could not move, with the server's error: the
 // others go on moving.
-func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *member) (map[int]string, error) {
+func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member) (map[int]string, error) {
 	failed := map[int]string{}
 	pending := slots
 	for len(pending) > 0 {
@@ -46,13 +48,13 @@ func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int
 }
 
 // slotKeys is up to MigrationBatchSize keys of each slot on src (GETKEYSINSLOT, pipelined).
-func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *member, slots []int) (map[int][]string, error) {
+func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *round.Member, slots []int) (map[int][]string, error) {
 	count := strconv.Itoa(r.Options.MigrationBatchSize)
 	cmds := make([][]string, 0, len(slots))
 	for _, s := range slots {
 		cmds = append(cmds, []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(s), count})
 	}
-	res, err := st.cs.multi(ctx, src.addr, cmds)
+	res, err := st.Conns.Multi(ctx, src.Addr, cmds)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +62,7 @@ func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *member
 	for i, r := range res {
 		keys, err := r.AsStrSlice()
 		if err != nil {
-			return nil, fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], src.addr, err)
+			return nil, fmt.Errorf("CLUSTER GETKEYSINSLOT %d on %s: %w", slots[i], src.Addr, err)
 		}
 		out[slots[i]] = keys
 	}
@@ -69,14 +71,14 @@ func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *member
 
 // keyBatches sizes the keys (MEMORY USAGE, pipelined) and cuts each slot's keys into
 // batches of at most migrateMaxBytes; a key larger than that goes alone.
-func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *member, slots []int, keys map[int][]string) ([]keyBatch, error) {
+func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *round.Member, slots []int, keys map[int][]string) ([]keyBatch, error) {
 	var cmds [][]string
 	for _, slot := range slots {
 		for _, k := range keys[slot] {
 			cmds = append(cmds, []string{"MEMORY", "USAGE", k})
 		}
 	}
-	res, err := st.cs.multi(ctx, src.addr, cmds)
+	res, err := st.Conns.Multi(ctx, src.Addr, cmds)
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +90,7 @@ func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *memb
 			size, err := res[i].AsInt64()
 			i++
 			if err != nil && !valkey.IsValkeyNil(err) {
-				return nil, fmt.Errorf("MEMORY USAGE on %s: %w", src.addr, err)
+				return nil, fmt.Errorf("MEMORY USAGE on %s: %w", src.Addr, err)
 			}
 			if len(b.keys) > 0 && b.bytes+size > migrateMaxBytes {
 				out = append(out, b)

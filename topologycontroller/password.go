@@ -13,6 +13,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // clusterPassword returns the cluster's password Secret reference and the password in it.
@@ -114,8 +115,8 @@ func passwordIn(s *corev1.Secret, ref *valkeyv1.SecretKeyRef) (string, error) {
 // user's password: neither value is one they know.
 func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordError {
 	var names []string
-	for _, n := range st.nodes {
-		if m := st.members[n.Name]; m != nil && m.err != nil && isAuthError(m.err) {
+	for _, n := range st.Nodes {
+		if m := st.Members[n.Name]; m != nil && m.Err != nil && round.IsAuthError(m.Err) {
 			names = append(names, n.Name)
 		}
 	}
@@ -125,14 +126,7 @@ func passwordRefused(st *clusterState, ref *valkeyv1.SecretKeyRef) *passwordErro
 	return &passwordError{valkeyv1.ReasonPasswordRejected, fmt.Sprintf(
 		"%d of %d servers refuse both the operator's user %s (Secret %s) and the default user's password (Secret %s) (%s): "+
 			"neither is a value they know; nothing is done in Valkey until one is accepted: put back the value of either Secret that they know",
-		len(names), len(st.members), valkeyv1.OperatorUser, valkeyv1.OperatorSecretName(st.cluster.Name), ref.Name, strings.Join(names, ", "))}
-}
-
-// isAuthError tells a refused password from an unreachable server.
-func isAuthError(err error) bool {
-	s := err.Error()
-	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
-		strings.Contains(s, "without any password configured") || strings.Contains(s, "invalid password")
+		len(names), len(st.Members), valkeyv1.OperatorUser, valkeyv1.OperatorSecretName(st.Cluster.Name), ref.Name, strings.Join(names, ", "))}
 }
 
 // passwordRecheck is how often an unusable password Secret is looked at again.

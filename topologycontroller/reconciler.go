@@ -16,6 +16,7 @@ import (
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // Reconciler reconciles a ValkeyCluster: its ValkeyNodes, its Valkey cluster and the
@@ -103,15 +104,15 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	cs := newConns(creds, r.Options.DialTimeout, r.Options.CommandTimeout)
-	defer cs.close()
+	cs := round.NewConns(creds, r.Options.DialTimeout, r.Options.CommandTimeout)
+	defer cs.Close()
 	if certificate != nil {
-		cs.useTLS(certificate.Roots)
+		cs.UseTLS(certificate.Roots)
 	}
-	st := r.observe(ctx, vc, nodes, cs)
+	st := newClusterState(round.Observe(ctx, vc, nodes, cs, r.Options.ValkeyPort))
 	st.restore = restore
 	for _, w := range waiting {
-		st.wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
+		st.Wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
 	}
 	if pe := passwordRefused(st, ref); pe != nil {
 		// Acting on the servers that still answer could misjudge the others as lost.
@@ -128,8 +129,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	r.settleFailovers(st)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
-		st.progress = append(st.progress, "retrying: "+err.Error())
-		st.requeue = time.Second
+		st.Progress = append(st.Progress, "retrying: "+err.Error())
+		st.Requeue = time.Second
 	}
 	r.noteRestoreAndStorage(st)
 	r.lookAgainWhileConverging(st)
@@ -154,8 +155,8 @@ func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result,
 	if ctx.Err() != nil {
 		return ctrl.Result{}, ctx.Err()
 	}
-	if st.requeue > 0 {
-		return ctrl.Result{RequeueAfter: st.requeue}, nil
+	if st.Requeue > 0 {
+		return ctrl.Result{RequeueAfter: st.Requeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
 }
@@ -163,19 +164,19 @@ func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result,
 // prepareUsers reads the operator's password (making its Secret) and plans the users, and
 // makes sure the cluster's ACL Secret exists before any pod mounts it (with the lines
 // servers accepted before).
-func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, defaultPassword string) (credentials, *userPlan, error) {
+func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, defaultPassword string) (round.Credentials, *userPlan, error) {
 	opPassword, err := r.operatorPassword(ctx, vc)
 	if err != nil {
-		return credentials{}, nil, err
+		return round.Credentials{}, nil, err
 	}
 	plan, err := r.planUsers(ctx, vc, opPassword, defaultPassword)
 	if err != nil {
-		return credentials{}, nil, err
+		return round.Credentials{}, nil, err
 	}
 	if err := r.writeACLSecret(ctx, vc, plan, plan.aclFile(nil)); err != nil {
-		return credentials{}, nil, err
+		return round.Credentials{}, nil, err
 	}
-	return credentials{user: valkeyv1.OperatorUser, password: opPassword, defaultPassword: defaultPassword}, plan, nil
+	return round.Credentials{User: valkeyv1.OperatorUser, Password: opPassword, DefaultPassword: defaultPassword}, plan, nil
 }
 
 // serverSettings brings what each server runs without a restart up to date: its TLS
@@ -197,7 +198,7 @@ type phase struct {
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	st.backupUnderway = r.backupUnderway(ctx, st)
 	if st.backupUnderway != "" {
-		st.wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), short)
+		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), short)
 	}
 	phases := []phase{
 		{"meet", r.meet},
@@ -221,9 +222,9 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		}
 		if acted {
 			// What it changed converges anew: look again at the first pace.
-			r.converging.forget(st.cluster.UID)
-			if st.requeue == 0 {
-				st.requeue = short
+			r.converging.forget(st.Cluster.UID)
+			if st.Requeue == 0 {
+				st.Requeue = short
 			}
 			return nil
 		}
@@ -242,7 +243,7 @@ func movesSlots(phase string) bool {
 // not keep goes into the round's status.
 func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 	w := exposure.Writer{Client: r.Client, APIReader: r.APIReader, ClientPort: r.Options.ValkeyPort, OperatorNamespace: r.Options.OperatorNamespace}
-	out, err := w.Apply(ctx, st.cluster, st.nodes, roundReport{r: r, st: st})
+	out, err := w.Apply(ctx, st.Cluster, st.Nodes, roundReport{r: r, st: st})
 	st.policyRefused, st.serviceRefused = out.PolicyRefused, out.ServiceRefused
 	return err
 }

@@ -160,8 +160,8 @@ func (r *Reconciler) reportRestoreBlocked(ctx context.Context, vc *valkeyv1.Valk
 // restoredNodes are the nodes of st that start from the backup, by shard.
 func (st *clusterState) restoredNodes() map[int32]*valkeyv1.ValkeyNode {
 	out := map[int32]*valkeyv1.ValkeyNode{}
-	for _, n := range st.nodes {
-		if n.Spec.Restore != nil && n.DeletionTimestamp.IsZero() && metav1.IsControlledBy(n, st.cluster) {
+	for _, n := range st.Nodes {
+		if n.Spec.Restore != nil && n.DeletionTimestamp.IsZero() && metav1.IsControlledBy(n, st.Cluster) {
 			out[n.Spec.Shard] = n
 		}
 	}
@@ -177,20 +177,20 @@ func (r *Reconciler) holdForRestore(_ context.Context, st *clusterState) (bool, 
 	}
 	restored := st.restoredNodes()
 	var waiting []string
-	for s := int32(0); s < st.cluster.Spec.Shards; s++ {
+	for s := int32(0); s < st.Cluster.Spec.Shards; s++ {
 		n := restored[s]
 		if n == nil {
 			waiting = append(waiting, fmt.Sprintf("shard %d has no restored node yet", s))
 			continue
 		}
-		if m := st.members[n.Name]; !st.inCluster(m) || !m.self.Primary() {
+		if m := st.Members[n.Name]; !st.InCluster(m) || !m.Self.Primary() {
 			waiting = append(waiting, n.Name)
 		}
 	}
 	if len(waiting) == 0 {
 		return false, nil
 	}
-	st.wait(fmt.Sprintf("restoring from %s: waiting for the restored nodes to start on their snapshots and join as primaries (%s) before attaching replicas or assigning slots",
+	st.Wait(fmt.Sprintf("restoring from %s: waiting for the restored nodes to start on their snapshots and join as primaries (%s) before attaching replicas or assigning slots",
 		st.restore.backup, strings.Join(waiting, ", ")), time.Second)
 	return true, nil
 }
@@ -203,13 +203,13 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 		return
 	}
 	if p.restored {
-		c := *status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionRestored)
+		c := *status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionRestored)
 		c.ObservedGeneration = 0
 		st.restoredCond = &c
 		return
 	}
 	restored := st.restoredNodes()
-	for s := int32(0); s < st.cluster.Spec.Shards; s++ {
+	for s := int32(0); s < st.Cluster.Spec.Shards; s++ {
 		if c := restoreVolumeRefused(p.backup, s, restored[s]); c != nil && !restoredServes(st, restored[s]) {
 			r.restoreRefusedEvent(st, c)
 			st.restoredCond = c
@@ -222,7 +222,7 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 			return
 		}
 	}
-	msg := fmt.Sprintf("restored from %s: %d shards, each from its snapshot (node identities %s)", p.backup, st.cluster.Spec.Shards, strings.ToLower(string(p.identity)))
+	msg := fmt.Sprintf("restored from %s: %d shards, each from its snapshot (node identities %s)", p.backup, st.Cluster.Spec.Shards, strings.ToLower(string(p.identity)))
 	c := status.Condition(valkeyv1.ConditionRestored, true, valkeyv1.ReasonRestored, msg)
 	st.restoredCond = &c
 	r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventRestored, "Restore", "%s", msg)
@@ -231,8 +231,8 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 // restoredServes tells whether restored node n is joined as its shard's primary and owns
 // slots.
 func restoredServes(st *clusterState, n *valkeyv1.ValkeyNode) bool {
-	m := st.members[n.Name]
-	return st.joined(n) && m.reachable() && m.self.Primary() && m.self.SlotCount() > 0 && st.primary[n.Spec.Shard] == m
+	m := st.Members[n.Name]
+	return st.Joined(n) && m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 && st.Primary[n.Spec.Shard] == m
 }
 
 // clustersRestoringFrom maps a ValkeyBackup to the clusters of its namespace restoring from
@@ -287,7 +287,7 @@ func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav
 // restoreRefusedEvent sends a Warning event for c when the cluster's Restored does not say
 // it already.
 func (r *Reconciler) restoreRefusedEvent(st *clusterState, c *metav1.Condition) {
-	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != c.Reason || cur.Message != c.Message {
+	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != c.Reason || cur.Message != c.Message {
 		r.event(st, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
 	}
 }

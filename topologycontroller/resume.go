@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // openMigration is a slot left importing or migrating (a migration that was interrupted),
@@ -17,7 +18,7 @@ import (
 type openMigration struct {
 	slot     int
 	from, to string
-	reporter *member
+	reporter *round.Member
 }
 
 // openMigrations lists the slots some primary reports as importing or migrating. Replicas
@@ -26,25 +27,25 @@ type openMigration struct {
 func openMigrations(st *clusterState) []openMigration {
 	seen := map[int]bool{}
 	var out []openMigration
-	var primaries []*member
-	for _, m := range st.sortedMembers() {
-		if m.self.Primary() {
+	var primaries []*round.Member
+	for _, m := range st.SortedMembers() {
+		if m.Self.Primary() {
 			primaries = append(primaries, m)
 		}
 	}
 	for _, m := range primaries {
-		for slot, to := range m.self.Migrating {
+		for slot, to := range m.Self.Migrating {
 			if !seen[slot] {
 				seen[slot] = true
-				out = append(out, openMigration{slot, m.id(), to, m})
+				out = append(out, openMigration{slot, m.ID(), to, m})
 			}
 		}
 	}
 	for _, m := range primaries {
-		for slot, from := range m.self.Importing {
+		for slot, from := range m.Self.Importing {
 			if !seen[slot] {
 				seen[slot] = true
-				out = append(out, openMigration{slot, from, m.id(), m})
+				out = append(out, openMigration{slot, from, m.ID(), m})
 			}
 		}
 	}
@@ -55,8 +56,8 @@ func openMigrations(st *clusterState) []openMigration {
 // resumePlan is what resumeMigrations does with the open slots: finish them by source and
 // target, settle those whose peer is gone, wait for the others.
 type resumePlan struct {
-	order   [][2]*member
-	groups  map[[2]*member][]int
+	order   [][2]*round.Member
+	groups  map[[2]*round.Member][]int
 	settle  []openMigration
 	waiting []string
 }
@@ -81,7 +82,7 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 		}
 		if n > 0 {
 			acted = true
-			r.event(st, dst.node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", n, src.node.Name, dst.node.Name)
+			r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", n, src.Node.Name, dst.Node.Name)
 		}
 	}
 	for _, o := range plan.settle {
@@ -92,11 +93,11 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 		acted = acted || did
 	}
 	for _, w := range plan.waiting {
-		st.wait(w, time.Second)
+		st.Wait(w, time.Second)
 	}
 	if acted {
 		st.migrating = true
-		st.wait(fmt.Sprintf("finishing %d interrupted slot migrations", len(open)), short)
+		st.Wait(fmt.Sprintf("finishing %d interrupted slot migrations", len(open)), short)
 	}
 	return acted, nil
 }
@@ -105,20 +106,20 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 // else the node the migration came from or the primary that node follows now) and the
 // target (the node it went to, or the primary that one follows now).
 func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePlan {
-	plan := resumePlan{groups: map[[2]*member][]int{}}
+	plan := resumePlan{groups: map[[2]*round.Member][]int{}}
 	now := time.Now()
 	for _, o := range open {
-		if r.stalls.waiting(st.cluster.UID, o.slot, now) {
+		if r.stalls.waiting(st.Cluster.UID, o.slot, now) {
 			continue
 		}
 		dst := successor(st, o.to)
-		src := st.byID[viewOwner(st, o.slot)]
-		if src == nil || src == dst || !src.self.Primary() {
+		src := st.ByID[viewOwner(st, o.slot)]
+		if src == nil || src == dst || !src.Self.Primary() {
 			src = successor(st, o.from)
 		}
 		switch {
 		case src != nil && dst != nil && src != dst:
-			p := [2]*member{src, dst}
+			p := [2]*round.Member{src, dst}
 			if _, ok := plan.groups[p]; !ok {
 				plan.order = append(plan.order, p)
 			}
@@ -135,10 +136,10 @@ func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePl
 // successor is the member that stands for the node id in a migration: that node, or the
 // primary it follows since a failover. Valkey 8 and later point the IMPORTING state at
 // the new primary by themselves; Redis 7 leaves the old ID.
-func successor(st *clusterState, id string) *member {
-	m := st.byID[id]
-	if m != nil && !m.self.Primary() && m.self.PrimaryID != "" {
-		return st.byID[m.self.PrimaryID]
+func successor(st *clusterState, id string) *round.Member {
+	m := st.ByID[id]
+	if m != nil && !m.Self.Primary() && m.Self.PrimaryID != "" {
+		return st.ByID[m.Self.PrimaryID]
 	}
 	return m
 }
@@ -146,7 +147,7 @@ func successor(st *clusterState, id string) *member {
 // goneID tells whether the node id is gone for good: unreachable, no ValkeyNode stands for
 // it, and no live replica follows it (Valkey would promote it).
 func goneID(st *clusterState, id string) bool {
-	return st.byID[id] == nil && !st.reportedIDs()[id] && !liveFollowers(st)[id]
+	return st.ByID[id] == nil && !st.ReportedIDs()[id] && !liveFollowers(st)[id]
 }
 
 // settle closes a slot left open toward (or from) a node that is gone, on the primary that
@@ -158,39 +159,39 @@ func (r *Reconciler) settle(ctx context.Context, st *clusterState, o openMigrati
 	rep := o.reporter
 	if holder, n, err := otherHolder(ctx, st, o.slot, rep); err != nil || holder != nil {
 		if holder != nil {
-			st.wait(fmt.Sprintf("slot %d is open on %s toward a node that is gone and %s holds %d keys of it", o.slot, rep.node.Name, holder.node.Name, n), time.Second)
+			st.Wait(fmt.Sprintf("slot %d is open on %s toward a node that is gone and %s holds %d keys of it", o.slot, rep.Node.Name, holder.Node.Name, n), time.Second)
 		}
 		return false, err
 	}
-	counts, err := countKeys(ctx, st.cs, rep.addr, []int{o.slot})
+	counts, err := round.CountKeys(ctx, st.Conns, rep.Addr, []int{o.slot})
 	if err != nil {
 		return false, err
 	}
 	slot := strconv.Itoa(o.slot)
-	if err := st.cs.ok(ctx, rep.addr, "CLUSTER", "SETSLOT", slot, "STABLE"); err != nil {
+	if err := st.Conns.OK(ctx, rep.Addr, "CLUSTER", "SETSLOT", slot, "STABLE"); err != nil {
 		return false, err
 	}
-	if ownsSlot(rep.self, o.slot) || viewOwner(st, o.slot) == rep.id() || counts[o.slot] == 0 {
-		r.event(st, rep.node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
-			"slot %d was left open between %s and %s, which is gone: made stable on %s", o.slot, short8(o.from), short8(o.to), rep.node.Name)
+	if ownsSlot(rep.Self, o.slot) || viewOwner(st, o.slot) == rep.ID() || counts[o.slot] == 0 {
+		r.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
+			"slot %d was left open between %s and %s, which is gone: made stable on %s", o.slot, short8(o.from), short8(o.to), rep.Node.Name)
 		return true, nil
 	}
 	if err := giveSlot(ctx, st, o.slot, rep); err != nil {
 		return false, err
 	}
-	r.event(st, rep.node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
-		"slot %d was left open between %s and %s, which is gone: given to %s, which holds its %d keys", o.slot, short8(o.from), short8(o.to), rep.node.Name, counts[o.slot])
+	r.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
+		"slot %d was left open between %s and %s, which is gone: given to %s, which holds its %d keys", o.slot, short8(o.from), short8(o.to), rep.Node.Name, counts[o.slot])
 	return true, nil
 }
 
 // otherHolder is a reachable primary other than m that holds keys of slot, with their
 // number.
-func otherHolder(ctx context.Context, st *clusterState, slot int, m *member) (*member, int64, error) {
-	for _, o := range st.sortedMembers() {
-		if o == m || !o.self.Primary() || !st.inCluster(o) {
+func otherHolder(ctx context.Context, st *clusterState, slot int, m *round.Member) (*round.Member, int64, error) {
+	for _, o := range st.SortedMembers() {
+		if o == m || !o.Self.Primary() || !st.InCluster(o) {
 			continue
 		}
-		counts, err := countKeys(ctx, st.cs, o.addr, []int{slot})
+		counts, err := round.CountKeys(ctx, st.Conns, o.Addr, []int{slot})
 		if err != nil {
 			return nil, 0, err
 		}
@@ -203,16 +204,16 @@ func otherHolder(ctx context.Context, st *clusterState, slot int, m *member) (*m
 
 // giveSlot makes m the owner of slot: m bumps its config epoch so that its claim wins over
 // the gone owner's, takes the slot, and the other primaries are told.
-func giveSlot(ctx context.Context, st *clusterState, slot int, m *member) error {
-	if err := st.cs.ok(ctx, m.addr, "CLUSTER", "BUMPEPOCH"); err != nil {
+func giveSlot(ctx context.Context, st *clusterState, slot int, m *round.Member) error {
+	if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "BUMPEPOCH"); err != nil {
 		return err
 	}
-	if _, err := st.cs.multi(ctx, m.addr, setslot([]int{slot}, "NODE", m.id())); err != nil {
+	if _, err := st.Conns.Multi(ctx, m.Addr, setslot([]int{slot}, "NODE", m.ID())); err != nil {
 		return err
 	}
-	for _, o := range st.sortedMembers() {
-		if o != m && o.self.Primary() && st.inCluster(o) {
-			_, _ = st.cs.multi(ctx, o.addr, setslot([]int{slot}, "NODE", m.id()))
+	for _, o := range st.SortedMembers() {
+		if o != m && o.Self.Primary() && st.InCluster(o) {
+			_, _ = st.Conns.Multi(ctx, o.Addr, setslot([]int{slot}, "NODE", m.ID()))
 		}
 	}
 	return nil

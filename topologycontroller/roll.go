@@ -12,6 +12,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 func rollCondition(ok bool, reason, msg string) *metav1.Condition {
@@ -28,7 +29,7 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 	if !status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 		return false
 	}
-	return st.joined(n)
+	return st.Joined(n)
 }
 
 // stableFor tells whether every node but skip is joined and ready and the slots are settled:
@@ -36,15 +37,15 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 // not answer are not held against it, nor are nodes that have no pod because their claim is
 // not ready (they serve nothing; volumeHold decides whether their shard's primary waits).
 func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
-	skipID := recordedID(skip)
-	if m := st.rollMember(skip); m != nil {
-		skipID = m.id()
+	skipID := round.RecordedID(skip)
+	if m := st.RollMember(skip); m != nil {
+		skipID = m.ID()
 	}
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		if n.Name == skip.Name {
 			continue
 		}
-		if !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			return false, "nodes are being removed"
 		}
 		if noPodForVolume(n) {
@@ -53,18 +54,18 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 		if !status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 			return false, n.Name + " is not ready"
 		}
-		if !st.joined(n) {
+		if !st.Joined(n) {
 			return false, n.Name + " is not joined"
 		}
-		if m := st.members[n.Name]; m.reachable() && m.state != "ok" {
-			return false, n.Name + " reports cluster_state " + m.state
+		if m := st.Members[n.Name]; m.Reachable() && m.ClusterState != "ok" {
+			return false, n.Name + " reports cluster_state " + m.ClusterState
 		}
 	}
 	if st.migrating || assignedSlots(st) != planner.TotalSlots {
 		return false, "slots are moving"
 	}
-	for id, v := range st.view {
-		if v.Primary() && v.SlotCount() > 0 && st.byID[id] == nil && id != skipID {
+	for id, v := range st.View {
+		if v.Primary() && v.SlotCount() > 0 && st.ByID[id] == nil && id != skipID {
 			return false, "node " + short8(id) + " owns slots and is unreachable"
 		}
 	}
@@ -114,7 +115,7 @@ func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, 
 // approved, or approved for another generation or role; anyApproved tells whether some
 // node (as cached) is approved.
 func rollRequests(st *clusterState) (pending []*valkeyv1.ValkeyNode, anyApproved bool) {
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			anyApproved = true
 		}
@@ -141,7 +142,7 @@ func approvalHolds(st *clusterState, n *valkeyv1.ValkeyNode) (holds bool, why st
 	if p := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending); p != nil && p.Reason == valkeyv1.ReasonRolling {
 		return true, "" // applied: the approval is spent
 	}
-	serves, known := st.servesSlots(n)
+	serves, known := st.ServesSlots(n)
 	if asPrimary := c.Reason == valkeyv1.ReasonApprovedNoReplica; known && serves != asPrimary {
 		return false, fmt.Sprintf("approved (%s) as %s; it is %s now", c.Reason, roleWord(asPrimary), roleWord(serves))
 	}
@@ -160,7 +161,7 @@ func roleWord(servesSlots bool) string {
 // the API server.
 func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (active int, cleared bool, err error) {
 	var list valkeyv1.ValkeyNodeList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.cluster.Name}); err != nil {
+	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.Cluster.Name}); err != nil {
 		return 0, false, fmt.Errorf("list ValkeyNodes: %w", err)
 	}
 	for i := range list.Items {
@@ -170,19 +171,19 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 		}
 		if waitsForVolume(n) {
 			// Not rolling and not about to: the others do not wait for it.
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
+			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
 			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
 			cleared = true
 			continue
 		}
 		if rollDone(st, n) {
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
+			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
 			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
 			cleared = true
 			continue
 		}
 		if holds, why := approvalHolds(st, n); !holds {
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
+			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
 			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
 			cleared = true
 			continue
@@ -198,7 +199,7 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 // serve nothing, and returns the others (ready, or known to Valkey as a primary that owns
 // slots): they wait for their turn like any other.
 func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pending []*valkeyv1.ValkeyNode) (serving []*valkeyv1.ValkeyNode, acted bool) {
-	r.probeNotReady(ctx, st, pending)
+	st.ProbeNotReady(ctx, pending, r.Options.ValkeyPort)
 	for _, n := range pending {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 			serving = append(serving, n)
@@ -209,7 +210,7 @@ func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pe
 			serving = append(serving, n)
 			continue
 		}
-		st.roll[n.Name] = rollCondition(true, reason, msg)
+		st.Roll[n.Name] = rollCondition(true, reason, msg)
 		eventType := corev1.EventTypeNormal
 		if reason == valkeyv1.ReasonApprovedNoReplica {
 			eventType = corev1.EventTypeWarning
@@ -225,7 +226,7 @@ func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pe
 // of the cluster answers to tell, or the cluster flags it failed and no replica in sync
 // can take over (waiting would not bring its slots back). "" when it must wait its turn.
 func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg string) {
-	line, _, known := st.servedBy(n)
+	line, _, known := st.ServedBy(n)
 	switch {
 	case !known:
 		return valkeyv1.ReasonApproved, "pod not ready, and neither its server nor any member of the cluster answers"
@@ -233,7 +234,7 @@ func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg s
 		return valkeyv1.ReasonFailedOver, "pod not ready; failed over to a replica: safe to restart"
 	case line == nil || !line.Primary() || line.SlotCount() == 0:
 		return valkeyv1.ReasonApproved, "pod not ready and not a primary that owns slots: it serves nothing"
-	case line.Failed() && len(syncedReplicas(st, st.rollMember(n))) == 0:
+	case line.Failed() && len(syncedReplicas(st, st.RollMember(n))) == 0:
 		return valkeyv1.ReasonApprovedNoReplica, fmt.Sprintf("pod not ready; the cluster flags it failed and no replica in sync can take over: its %d slots are unavailable until it is back", line.SlotCount())
 	}
 	return "", ""
@@ -242,8 +243,8 @@ func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg s
 // waitForTurn marks the nodes not decided this round as waiting, with why.
 func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
 	for _, n := range nodes {
-		if st.roll[n.Name] == nil {
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
+		if st.Roll[n.Name] == nil {
+			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
 		}
 	}
 }
@@ -255,7 +256,7 @@ func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
 func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
 	// Choose the order only once the workload controller has looked at every node's
 	// current spec: a replica whose roll is not reported yet must still go first.
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending)
 		if n.DeletionTimestamp.IsZero() && (c == nil || c.ObservedGeneration != n.Generation) {
 			return nil, false, "waiting for the workload controller to evaluate " + n.Name
@@ -264,7 +265,7 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 	cands := make([]planner.RollCandidate, 0, len(serving))
 	byName := map[string]*valkeyv1.ValkeyNode{}
 	for _, n := range serving {
-		serves, _ := st.servesSlots(n)
+		serves, _ := st.ServesSlots(n)
 		cands = append(cands, planner.RollCandidate{Name: n.Name, Primary: serves})
 		byName[n.Name] = n
 	}
@@ -274,11 +275,11 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 		if next.Primary {
 			if wait := requestsSettling(st, time.Now()); wait > 0 {
 				msg := "waiting for the roll requests to settle: a replica reported after a primary still goes first"
-				st.wait(msg, wait)
+				st.Wait(msg, wait)
 				return nil, false, msg
 			}
 			if why = r.volumeWait(ctx, st, n); why != "" {
-				st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
+				st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
 				continue
 			}
 		}
@@ -305,7 +306,7 @@ const rollSettle = 5 * time.Second
 // (RollPending turned True) of the cluster's nodes; 0 when it has.
 func requestsSettling(st *clusterState, now time.Time) time.Duration {
 	var newest time.Time
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		if c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(newest) {
 			newest = c.LastTransitionTime.Time
 		}
@@ -318,19 +319,19 @@ func requestsSettling(st *clusterState, now time.Time) time.Duration {
 // warning (its slots are unavailable while it restarts); any other primary after its most
 // up-to-date replica took over, which failover starts and a later round sees done.
 func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, primary bool) error {
-	m := st.rollMember(n)
-	key := failoverKey{cluster: st.cluster.UID, node: n.Name}
+	m := st.RollMember(n)
+	key := failoverKey{cluster: st.Cluster.UID, node: n.Name}
 	t := r.failovers.get(key)
 	switch {
 	case !primary && failingOver(n):
-		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
+		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
 		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	case !primary:
-		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
+		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
 		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
 	case len(syncedReplicas(st, m)) == 0 && !t.running():
-		st.roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.self.SlotCount())
+		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
+		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
 	default:
 		if stalled, _ := r.failoverStalled(st, n.Name); !t.running() && !stalled {
 			// Tell the world first, then start the failover; a later round approves.
@@ -339,9 +340,9 @@ func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1
 			}
 		}
 		r.failover(ctx, st, m, "roll")
-		st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
+		st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
 		if stalled, why := r.failoverStalled(st, n.Name); stalled {
-			st.roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailoverBackoff, why)
+			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailoverBackoff, why)
 		}
 	}
 	return nil

@@ -13,7 +13,7 @@ import (
 // progressingSays tells whether the cluster's Progressing condition already says why: its
 // Warning event was sent then.
 func progressingSays(st *clusterState, why string) bool {
-	c := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionProgressing)
+	c := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionProgressing)
 	return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, why)
 }
 

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // scaleIn deletes the ValkeyNodes that are no longer wanted once they own no slots:
@@ -16,8 +17,8 @@ import (
 // node that is its shard's primary is failed over to a remaining node first).
 func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error) {
 	var extra []*valkeyv1.ValkeyNode
-	for _, n := range st.nodes {
-		if n.DeletionTimestamp.IsZero() && !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+	for _, n := range st.Nodes {
+		if n.DeletionTimestamp.IsZero() && !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			extra = append(extra, n)
 		}
 	}
@@ -29,8 +30,8 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 	// Replicas first, highest replica index first.
 	for i := len(extra) - 1; i >= 0; i-- {
 		n := extra[i]
-		removedShard := n.Spec.Shard >= st.cluster.Spec.Shards
-		if m := st.members[n.Name]; m.reachable() && m.self.Primary() && m.self.SlotCount() > 0 {
+		removedShard := n.Spec.Shard >= st.Cluster.Spec.Shards
+		if m := st.Members[n.Name]; m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 {
 			if removedShard || len(syncedReplicas(st, m)) == 0 {
 				continue // balanceSlots moves a removed shard's slots away first
 			}
@@ -45,7 +46,7 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 			continue
 		}
 		if sp := carriedPoint(n); sp != nil {
-			st.wait(fmt.Sprintf("node %s is removed once the backup %s has its snapshot", n.Name, sp.Backup), time.Second)
+			st.Wait(fmt.Sprintf("node %s is removed once the backup %s has its snapshot", n.Name, sp.Backup), time.Second)
 			continue
 		}
 		if err := r.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !isNotFound(err) {
@@ -56,9 +57,9 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 		acted = true
 	}
 	if acted {
-		st.wait("removing nodes", time.Second)
+		st.Wait("removing nodes", time.Second)
 	} else {
-		st.wait("draining nodes to remove", time.Second)
+		st.Wait("draining nodes to remove", time.Second)
 	}
 	return acted, nil
 }
@@ -66,7 +67,7 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 // liveShardSizes counts the nodes of each shard that are not being deleted.
 func liveShardSizes(st *clusterState) map[int32]int {
 	out := map[int32]int{}
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		if n.DeletionTimestamp.IsZero() {
 			out[n.Spec.Shard]++
 		}
@@ -76,8 +77,8 @@ func liveShardSizes(st *clusterState) map[int32]int {
 
 // isReplica tells whether n is not a primary (or cannot be reached to tell).
 func isReplica(st *clusterState, n *valkeyv1.ValkeyNode) bool {
-	m := st.members[n.Name]
-	return !m.reachable() || !m.self.Primary()
+	m := st.Members[n.Name]
+	return !m.Reachable() || !m.Self.Primary()
 }
 
 // carriedPoint is the saved point n carries for a backup (nil when none): its volume is
@@ -92,16 +93,16 @@ func carriedPoint(n *valkeyv1.ValkeyNode) *valkeyv1.SavedPoint {
 // deletable tells whether n may be removed: it owns no slots (as it says, or as the seed
 // says of its last known ID) and no wanted node follows it.
 func deletable(st *clusterState, n *valkeyv1.ValkeyNode) bool {
-	m := st.members[n.Name]
-	if !m.reachable() {
-		v := st.view[recordedID(n)]
+	m := st.Members[n.Name]
+	if !m.Reachable() {
+		v := st.View[round.RecordedID(n)]
 		return v == nil || v.SlotCount() == 0
 	}
-	if m.self.SlotCount() > 0 {
+	if m.Self.SlotCount() > 0 {
 		return false
 	}
-	for _, o := range st.sortedMembers() {
-		if o.self.PrimaryID == m.id() && wanted(st.cluster, o.node.Spec.Shard, o.node.Spec.ReplicaIndex) {
+	for _, o := range st.SortedMembers() {
+		if o.Self.PrimaryID == m.ID() && wanted(st.Cluster, o.Node.Spec.Shard, o.Node.Spec.ReplicaIndex) {
 			return false
 		}
 	}

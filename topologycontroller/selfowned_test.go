@@ -7,41 +7,43 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A primary that was just given slots knows them before the seed does: the slots are not
 // free, and are not assigned again (Valkey would refuse them as busy).
 func TestSlotOwnersCountsSlotsTheSeedHasNotSeenYet(t *testing.T) {
-	seedView, err := parseClusterNodes(
+	seedView, err := clusternodes.Parse(
 		"aaaa 10.0.0.1:6379@16379 myself,master - 0 0 1 connected 0-5460\n" +
 			"bbbb 10.0.0.2:6379@16379 master - 0 0 2 connected\n" +
 			"cccc 10.0.0.3:6379@16379 master - 0 0 3 connected\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	bView, err := parseClusterNodes("bbbb 10.0.0.2:6379@16379 myself,master - 0 0 2 connected 5461-10922\n")
+	bView, err := clusternodes.Parse("bbbb 10.0.0.2:6379@16379 myself,master - 0 0 2 connected 5461-10922\n")
 	if err != nil {
 		t.Fatal(err)
 	}
-	cView, err := parseClusterNodes("cccc 10.0.0.3:6379@16379 myself,master - 0 0 3 connected\n")
+	cView, err := clusternodes.Parse("cccc 10.0.0.3:6379@16379 myself,master - 0 0 3 connected\n")
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := func(name string) *valkeyv1.ValkeyNode {
 		return &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name}}
 	}
-	a := &member{node: node("a"), self: &seedView[0]}
-	b := &member{node: node("b"), self: &bView[0]}
-	c := &member{node: node("c"), self: &cView[0]}
-	st := &clusterState{
-		nodes:   []*valkeyv1.ValkeyNode{a.node, b.node, c.node},
-		members: map[string]*member{"a": a, "b": b, "c": c},
-		seed:    a,
-		view:    map[string]*clusterNode{},
-		byID:    map[string]*member{"aaaa": a, "bbbb": b, "cccc": c},
-	}
+	a := &round.Member{Node: node("a"), Self: &seedView[0]}
+	b := &round.Member{Node: node("b"), Self: &bView[0]}
+	c := &round.Member{Node: node("c"), Self: &cView[0]}
+	st := &clusterState{State: &round.State{
+		Nodes:   []*valkeyv1.ValkeyNode{a.Node, b.Node, c.Node},
+		Members: map[string]*round.Member{"a": a, "b": b, "c": c},
+		Seed:    a,
+		View:    map[string]*clusternodes.Node{},
+		ByID:    map[string]*round.Member{"aaaa": a, "bbbb": b, "cccc": c},
+	}}
 	for i := range seedView {
-		st.view[seedView[i].ID] = &seedView[i]
+		st.View[seedView[i].ID] = &seedView[i]
 	}
 	owned, orphan, ok := slotOwners(st)
 	if !ok || len(orphan) != 0 {

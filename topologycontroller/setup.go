@@ -38,6 +38,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/exposure"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
@@ -285,7 +286,7 @@ func nodeChanged() predicate.Predicate {
 		status.ConditionChanged(valkeyv1.ConditionVolumeHealthy),
 		volumeSizeChanged(),
 		workloadGateChanged(),
-		nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return podIP(o) != podIP(n) }),
+		nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return round.PodIP(o) != round.PodIP(n) }),
 		pauseChanged(),
 	)
 }
@@ -336,13 +337,6 @@ func deletingDrainedChanged() predicate.Predicate {
 		return !n.DeletionTimestamp.IsZero() &&
 			status.IsTrue(o.Status.Conditions, valkeyv1.ConditionDrained) != status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained)
 	})
-}
-
-func podIP(n *valkeyv1.ValkeyNode) string {
-	if n.Status.Workload == nil {
-		return ""
-	}
-	return n.Status.Workload.PodIP
 }
 
 // volumeSizeChanged passes an update that changes a node's status.volume.capacity or

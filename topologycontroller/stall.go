@@ -12,6 +12,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A slot whose keys could not move is tried again after stallFirstRetry, then after twice
@@ -145,11 +146,11 @@ func (b *stallBook) summary(uid types.UID, now time.Time) (string, time.Duration
 
 // stallSlots records slots whose keys could not move from src to dst; noteStalls reports
 // them in one Warning event per source and target.
-func (r *Reconciler) stallSlots(st *clusterState, failed map[int]string, src, dst *member) {
+func (r *Reconciler) stallSlots(st *clusterState, failed map[int]string, src, dst *round.Member) {
 	now := time.Now()
-	p := [2]*member{src, dst}
+	p := [2]*round.Member{src, dst}
 	for slot, why := range failed {
-		r.stalls.failed(st.cluster.UID, slot, why, now)
+		r.stalls.failed(st.Cluster.UID, slot, why, now)
 		st.stalledNow[slot] = true
 		st.stalledBy[p] = append(st.stalledBy[p], slot)
 	}
@@ -159,9 +160,9 @@ func (r *Reconciler) stallSlots(st *clusterState, failed map[int]string, src, ds
 func (r *Reconciler) stallEvents(st *clusterState, why func(slot int) string) {
 	for p, slots := range st.stalledBy {
 		sort.Ints(slots)
-		r.event(st, p[1].node, corev1.EventTypeWarning, valkeyv1.EventMigrationStalled, "MigrateSlots",
+		r.event(st, p[1].Node, corev1.EventTypeWarning, valkeyv1.EventMigrationStalled, "MigrateSlots",
 			"keys of %d slots (first slot %d) could not move from %s to %s: %s; trying again with backoff",
-			len(slots), slots[0], p[0].node.Name, p[1].node.Name, why(slots[0]))
+			len(slots), slots[0], p[0].Node.Name, p[1].Node.Name, why(slots[0]))
 	}
 }
 
@@ -170,7 +171,7 @@ func (r *Reconciler) readySlots(st *clusterState, slots []int) []int {
 	now := time.Now()
 	out := make([]int, 0, len(slots))
 	for _, slot := range slots {
-		if !r.stalls.waiting(st.cluster.UID, slot, now) {
+		if !r.stalls.waiting(st.Cluster.UID, slot, now) {
 			out = append(out, slot)
 		}
 	}
@@ -185,37 +186,37 @@ func (r *Reconciler) noteStalls(st *clusterState) {
 	for _, o := range openMigrations(st) {
 		open[o.slot] = true
 	}
-	r.stalls.keepOnly(st.cluster.UID, func(slot int, s *stall) bool {
+	r.stalls.keepOnly(st.Cluster.UID, func(slot int, s *stall) bool {
 		return open[slot] || st.stalledNow[slot] || (s.job != "" && !st.balanced)
 	})
-	r.stallEvents(st, func(slot int) string { return r.stalls.why(st.cluster.UID, slot) })
-	msg, next := r.stalls.summary(st.cluster.UID, time.Now())
+	r.stallEvents(st, func(slot int) string { return r.stalls.why(st.Cluster.UID, slot) })
+	msg, next := r.stalls.summary(st.Cluster.UID, time.Now())
 	if msg == "" {
 		return
 	}
 	st.stalled = msg
-	if next > 0 && (st.requeue == 0 || next < st.requeue) {
-		st.requeue = next
+	if next > 0 && (st.Requeue == 0 || next < st.Requeue) {
+		st.Requeue = next
 	}
 }
 
 // stallJob records the slots of moves that the failed atomic job took, once per job, with
 // a Warning event.
-func (r *Reconciler) stallJob(st *clusterState, src *member, moves []planner.Move, job slotJob) {
+func (r *Reconciler) stallJob(st *clusterState, src *round.Member, moves []planner.Move, job slotJob) {
 	now := time.Now()
 	why := fmt.Sprintf("atomic migration %s %s (%s)", short8(job.name), job.state, job.message)
 	var retry time.Duration
 	fresh := false
 	for _, mv := range moves {
 		for _, slot := range mv.Slots {
-			d, isNew := r.stalls.failedJob(st.cluster.UID, slot, job.name, why, now)
+			d, isNew := r.stalls.failedJob(st.Cluster.UID, slot, job.name, why, now)
 			retry, fresh = max(retry, d), fresh || isNew
 			st.stalledNow[slot] = true
 		}
 	}
 	if fresh {
-		r.event(st, src.node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
-			"atomic migration %s of slots %s from %s %s (%s); trying again in about %s", short8(job.name), job.ranges, src.node.Name, job.state, job.message, retry.Round(time.Second))
+		r.event(st, src.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
+			"atomic migration %s of slots %s from %s %s (%s); trying again in about %s", short8(job.name), job.ranges, src.Node.Name, job.state, job.message, retry.Round(time.Second))
 	}
 }
 

@@ -10,49 +10,50 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // computeJoined decides ClusterJoined and status.topology of every node from what the
 // servers said this round.
 func computeJoined(st *clusterState) {
-	for _, n := range st.nodes {
-		o := &nodeStatus{topo: n.Status.Topology.DeepCopy()}
-		st.out[n.Name] = o
-		m := st.members[n.Name]
+	for _, n := range st.Nodes {
+		o := &round.NodeStatus{Topo: n.Status.Topology.DeepCopy()}
+		st.Out[n.Name] = o
+		m := st.Members[n.Name]
 		switch {
 		case m == nil:
-			o.joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "waiting for the node's pod to be ready")
-		case !m.reachable():
-			o.joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "cannot reach the server at "+m.addr)
+			o.Joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "waiting for the node's pod to be ready")
+		case !m.Reachable():
+			o.Joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "cannot reach the server at "+m.Addr)
 		default:
-			o.topo = topologyOf(m)
-			o.joined = st.memberJoined(m)
+			o.Topo = topologyOf(m)
+			o.Joined = st.memberJoined(m)
 		}
 	}
 }
 
 // topologyOf is status.topology of a reachable member.
-func topologyOf(m *member) *valkeyv1.TopologyStatus {
-	if m.self.Primary() {
-		return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RolePrimary, Slots: count32(m.self.SlotCount()), ServerVersion: m.serverVersion()}
+func topologyOf(m *round.Member) *valkeyv1.TopologyStatus {
+	if m.Self.Primary() {
+		return &valkeyv1.TopologyStatus{NodeID: m.ID(), Address: m.Addr, Role: valkeyv1.RolePrimary, Slots: count32(m.Self.SlotCount()), ServerVersion: m.ServerVersion()}
 	}
-	return &valkeyv1.TopologyStatus{NodeID: m.id(), Address: m.addr, Role: valkeyv1.RoleReplica, PrimaryID: m.self.PrimaryID, ServerVersion: m.serverVersion()}
+	return &valkeyv1.TopologyStatus{NodeID: m.ID(), Address: m.Addr, Role: valkeyv1.RoleReplica, PrimaryID: m.Self.PrimaryID, ServerVersion: m.ServerVersion()}
 }
 
 // memberJoined is ClusterJoined of a reachable member.
-func (st *clusterState) memberJoined(m *member) metav1.Condition {
-	p := st.primary[m.node.Spec.Shard]
+func (st *clusterState) memberJoined(m *round.Member) metav1.Condition {
+	p := st.Primary[m.Node.Spec.Shard]
 	switch {
-	case !st.inCluster(m):
-		return joinedCondition(false, valkeyv1.ReasonMeeting, "meeting the cluster at "+m.addr)
-	case m.self.Primary() && (m.self.SlotCount() > 0 || p == nil || p == m):
+	case !st.InCluster(m):
+		return joinedCondition(false, valkeyv1.ReasonMeeting, "meeting the cluster at "+m.Addr)
+	case m.Self.Primary() && (m.Self.SlotCount() > 0 || p == nil || p == m):
 		return joinedCondition(true, valkeyv1.ReasonJoined, "primary")
-	case m.self.Primary():
-		return joinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.node.Name)
-	case m.linkUp():
-		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+short8(m.self.PrimaryID))
+	case m.Self.Primary():
+		return joinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.Node.Name)
+	case m.LinkUp():
+		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+short8(m.Self.PrimaryID))
 	default:
-		return joinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+short8(m.self.PrimaryID))
+		return joinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+short8(m.Self.PrimaryID))
 	}
 }
 
@@ -64,7 +65,7 @@ func joinedCondition(ok bool, reason, msg string) metav1.Condition {
 // one place where a round's outcome is written.
 func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	var errs []error
-	for _, n := range st.nodes {
+	for _, n := range st.Nodes {
 		if err := r.Status.ApplyNode(ctx, n, r.nodeShare(st, n)); err != nil && !isNotFound(err) {
 			errs = append(errs, err)
 		}
@@ -90,7 +91,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if c := r.reportVersionHold(st); c != nil {
 		cst.Conditions = append(cst.Conditions, *c)
 	}
-	if err := r.Status.ApplyCluster(ctx, st.cluster, cst); err != nil {
+	if err := r.Status.ApplyCluster(ctx, st.Cluster, cst); err != nil {
 		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
@@ -102,14 +103,14 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 // applyRollOnly writes a node's RollApproved at once (before a failover starts), keeping
 // the rest of the topology status as observed.
 func (r *Reconciler) applyRollOnly(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, c *metav1.Condition) error {
-	st.roll[n.Name] = c
+	st.Roll[n.Name] = c
 	return r.Status.ApplyNode(ctx, n, r.nodeShare(st, n))
 }
 
 // nodeShare is the topology controller's status of n: ClusterJoined, RollApproved,
 // ConfigApplied once its server answered, Drained while n is deleted, status.topology, and a backup's saved point while it needs it.
 func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.TopologyShare {
-	conds := []metav1.Condition{st.out[n.Name].joined, rollApproval(st, n)}
+	conds := []metav1.Condition{st.Out[n.Name].Joined, rollApproval(st, n)}
 	if c := configApplied(st, n); c != nil {
 		conds = append(conds, *c)
 	}
@@ -117,7 +118,7 @@ func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.
 		ok, reason, msg := drainedStatus(st, n)
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, ok, reason, msg))
 	}
-	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.out[n.Name].topo}, st.savedPoints[n.Name])
+	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.Out[n.Name].Topo}, st.savedPoints[n.Name])
 }
 
 // configApplied is n's ConfigApplied: as decided this round, else as it was.
@@ -133,7 +134,7 @@ func configApplied(st *clusterState, n *valkeyv1.ValkeyNode) *metav1.Condition {
 // else withdrawn when it no longer holds; else the waiting state written before while a roll
 // is pending; else NotRequested.
 func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
-	if c := st.roll[n.Name]; c != nil {
+	if c := st.Roll[n.Name]; c != nil {
 		return *c
 	}
 	cur := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)

@@ -10,6 +10,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/clusternodes"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // takeOver gives the slots of a primary lost for good to its most up-to-date replica with
@@ -18,22 +19,22 @@ import (
 // one or two shards no longer has when one of them is lost. It acts only on proof that
 // nothing is lost (lostForGood, takeoverCandidate) and says so in an event.
 func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, error) {
-	if st.seed == nil || electable(st) {
+	if st.Seed == nil || electable(st) {
 		return false, nil
 	}
 	for _, dead := range lostForGood(st) {
 		to, why := takeoverCandidate(st, dead)
 		if to == nil {
-			st.wait(why, 5*time.Second)
+			st.Wait(why, 5*time.Second)
 			continue
 		}
-		r.event(st, to.node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
+		r.event(st, to.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
 			"the primary %s of shard %d is lost for good (every node of the shard answers with another ID) and no majority of primaries is left to elect a replica: %s, in sync at replication offset %d, takes over with CLUSTER FAILOVER TAKEOVER",
-			short8(dead), to.node.Spec.Shard, to.node.Name, replicationOffset(to.repl))
-		if err := st.cs.ok(ctx, to.addr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
-			return false, fmt.Errorf("CLUSTER FAILOVER TAKEOVER on %s: %w", to.node.Name, err)
+			short8(dead), to.Node.Spec.Shard, to.Node.Name, round.ReplicationOffset(to.Repl))
+		if err := st.Conns.OK(ctx, to.Addr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
+			return false, fmt.Errorf("CLUSTER FAILOVER TAKEOVER on %s: %w", to.Node.Name, err)
 		}
-		st.wait(fmt.Sprintf("%s takes over the slots of its lost primary %s", to.node.Name, short8(dead)), time.Second)
+		st.Wait(fmt.Sprintf("%s takes over the slots of its lost primary %s", to.Node.Name, short8(dead)), time.Second)
 		return true, nil
 	}
 	return false, nil
@@ -43,7 +44,7 @@ func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, erro
 // alive: Valkey then elects a failed primary's replica itself.
 func electable(st *clusterState) bool {
 	owners, alive := 0, 0
-	for _, n := range st.view {
+	for _, n := range st.View {
 		if n.Primary() && n.SlotCount() > 0 {
 			owners++
 			if !n.Failed() && !n.Flags["fail?"] {
@@ -62,8 +63,8 @@ func electable(st *clusterState) bool {
 // the restarted primary itself): nothing is done.
 func lostForGood(st *clusterState) []string {
 	var out []string
-	for id, n := range st.view {
-		if !n.Primary() || n.SlotCount() == 0 || !(n.Failed() || n.Flags["fail?"]) || st.byID[id] != nil {
+	for id, n := range st.View {
+		if !n.Primary() || n.SlotCount() == 0 || !(n.Failed() || n.Flags["fail?"]) || st.ByID[id] != nil {
 			continue
 		}
 		shard, ok := followedShard(st, id)
@@ -77,9 +78,9 @@ func lostForGood(st *clusterState) []string {
 
 // followedShard is the shard of the members that follow id.
 func followedShard(st *clusterState, id string) (int32, bool) {
-	for _, m := range st.sortedMembers() {
-		if !m.self.Primary() && m.self.PrimaryID == id {
-			return m.node.Spec.Shard, true
+	for _, m := range st.SortedMembers() {
+		if !m.Self.Primary() && m.Self.PrimaryID == id {
+			return m.Node.Spec.Shard, true
 		}
 	}
 	return 0, false
@@ -87,8 +88,8 @@ func followedShard(st *clusterState, id string) (int32, bool) {
 
 // shardAnswers tells whether every ValkeyNode of the shard has a reachable server.
 func shardAnswers(st *clusterState, shard int32) bool {
-	for _, n := range st.nodes {
-		if n.Spec.Shard == shard && !st.members[n.Name].reachable() {
+	for _, n := range st.Nodes {
+		if n.Spec.Shard == shard && !st.Members[n.Name].Reachable() {
 			return false
 		}
 	}
@@ -98,17 +99,17 @@ func shardAnswers(st *clusterState, shard int32) bool {
 // takeoverCandidate is the replica of dead with the highest replication offset among those
 // that completed a sync with it (clusternodes.InSyncReplica); nil, with why, when none did:
 // none holds the shard's data, and its slots stay unavailable.
-func takeoverCandidate(st *clusterState, dead string) (*member, string) {
-	var best *member
+func takeoverCandidate(st *clusterState, dead string) (*round.Member, string) {
+	var best *round.Member
 	var bestOffset int64
 	var refused []string
-	for _, m := range st.sortedMembers() {
-		if m.self.Primary() || m.self.PrimaryID != dead || m.deleting() {
+	for _, m := range st.SortedMembers() {
+		if m.Self.Primary() || m.Self.PrimaryID != dead || m.Deleting() {
 			continue
 		}
-		offset, err := clusternodes.InSyncReplica(m.repl)
+		offset, err := clusternodes.InSyncReplica(m.Repl)
 		if err != nil {
-			refused = append(refused, m.node.Name+": "+err.Error())
+			refused = append(refused, m.Node.Name+": "+err.Error())
 			continue
 		}
 		if best == nil || offset > bestOffset {

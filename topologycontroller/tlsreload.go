@@ -12,6 +12,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/certs"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // reloadRecheck is how soon servers asked to reload their certificate are looked at again:
@@ -27,23 +28,23 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 	if b == nil {
 		return
 	}
-	recordCertExpiry(st.cluster, b.Leaf.NotAfter)
+	recordCertExpiry(st.Cluster, b.Leaf.NotAfter)
 	var stale, failed []string
-	for _, m := range st.sortedMembers() {
-		served := st.cs.servedBy(m.addr)
-		if !m.reachable() || served == nil || served.Equal(b.Leaf) {
+	for _, m := range st.SortedMembers() {
+		served := st.Conns.ServedBy(m.Addr)
+		if !m.Reachable() || served == nil || served.Equal(b.Leaf) {
 			continue
 		}
-		stale = append(stale, m.node.Name)
-		if err := reloadTLS(ctx, st.cs, m.addr); err != nil {
-			failed = append(failed, fmt.Sprintf("%s: %v", m.node.Name, err))
+		stale = append(stale, m.Node.Name)
+		if err := reloadTLS(ctx, st.Conns, m.Addr); err != nil {
+			failed = append(failed, fmt.Sprintf("%s: %v", m.Node.Name, err))
 		}
 	}
 	if len(stale) == 0 {
 		c := status.Condition(valkeyv1.ConditionTLSReady, true, valkeyv1.ReasonCertificateServed, fmt.Sprintf(
 			"every server serves the certificate with serial %x, valid until %s", b.Leaf.SerialNumber, b.Leaf.NotAfter.UTC().Format(time.RFC3339)))
-		if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionTLSReady); cur != nil && cur.Reason == valkeyv1.ReasonCertificateReloading {
-			r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
+		if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionTLSReady); cur != nil && cur.Reason == valkeyv1.ReasonCertificateReloading {
+			r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
 		}
 		st.tlsReady = &c
 		return
@@ -55,13 +56,13 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 	}
 	c := status.Condition(valkeyv1.ConditionTLSReady, false, valkeyv1.ReasonCertificateReloading, msg)
 	st.tlsReady = &c
-	st.wait("reloading the TLS certificate on "+strings.Join(stale, ", "), reloadRecheck)
+	st.Wait("reloading the TLS certificate on "+strings.Join(stale, ", "), reloadRecheck)
 }
 
 // reloadTLS makes the server at addr load its TLS files again: CONFIG SET of the file
 // settings it has, to the same paths.
-func reloadTLS(ctx context.Context, cs *conns, addr string) error {
-	r, err := cs.do(ctx, addr, "CONFIG", "GET", "tls-*-file")
+func reloadTLS(ctx context.Context, cs *round.Conns, addr string) error {
+	r, err := cs.Do(ctx, addr, "CONFIG", "GET", "tls-*-file")
 	if err != nil {
 		return err
 	}
@@ -78,7 +79,7 @@ func reloadTLS(ctx context.Context, cs *conns, addr string) error {
 	if len(args) == 2 {
 		return fmt.Errorf("%s has no TLS files configured", addr)
 	}
-	return cs.ok(ctx, addr, args...)
+	return cs.OK(ctx, addr, args...)
 }
 
 // reportTLS reports an unusable certificate Secret: TLSReady=False with its reason, and a

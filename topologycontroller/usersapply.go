@@ -18,17 +18,17 @@ import (
 // with a Warning event for each new problem.
 func (r *Reconciler) applyUsersPhase(ctx context.Context, st *clusterState, p *userPlan) error {
 	out := r.applyUsers(ctx, st, p)
-	if err := r.writeACLSecret(ctx, st.cluster, p, p.aclFile(out.verified)); err != nil {
+	if err := r.writeACLSecret(ctx, st.Cluster, p, p.aclFile(out.verified)); err != nil {
 		return err
 	}
-	r.userEvents(st.cluster, out)
-	if len(st.cluster.Spec.Users) == 0 {
+	r.userEvents(st.Cluster, out)
+	if len(st.Cluster.Spec.Users) == 0 {
 		return nil
 	}
 	c := usersCondition(st, p, out)
-	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionUsersApplied); c.Status == metav1.ConditionFalse &&
+	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionUsersApplied); c.Status == metav1.ConditionFalse &&
 		c.Reason != valkeyv1.ReasonApplyingUsers && (cur == nil || cur.Reason != c.Reason || cur.Message != c.Message) {
-		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
+		r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
 	}
 	st.usersApplied = &c
 	return nil
@@ -38,8 +38,8 @@ func (r *Reconciler) applyUsersPhase(ctx context.Context, st *clusterState, p *u
 // are not watched), without reporting the cluster as Progressing: nothing else waits for
 // the users. It runs after the phases, which ask for sooner when they acted.
 func (st *clusterState) recheckUsers() {
-	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.requeue == 0 || passwordRecheck < st.requeue) {
-		st.requeue = passwordRecheck
+	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.Requeue == 0 || passwordRecheck < st.Requeue) {
+		st.Requeue = passwordRecheck
 	}
 }
 
@@ -53,7 +53,7 @@ func usersCondition(st *clusterState, p *userPlan, out *usersOutcome) metav1.Con
 		msgs = append(msgs, prob.msg)
 		reason = prob.reason
 	}
-	for _, u := range st.cluster.Spec.Users {
+	for _, u := range st.Cluster.Spec.Users {
 		if why, ok := out.refused[u.Name]; ok {
 			msgs = append(msgs, fmt.Sprintf("user %s: Valkey refused its rules (%s); the user is left as it is: fix spec.users[%s].rules", u.Name, why, u.Name))
 			if reason == "" {
@@ -64,12 +64,12 @@ func usersCondition(st *clusterState, p *userPlan, out *usersOutcome) metav1.Con
 	if reason != "" {
 		return status.Condition(valkeyv1.ConditionUsersApplied, false, reason, strings.Join(msgs, "; "))
 	}
-	if len(out.pending) > 0 || len(st.members) < len(st.nodes) {
+	if len(out.pending) > 0 || len(st.Members) < len(st.Nodes) {
 		return status.Condition(valkeyv1.ConditionUsersApplied, false, valkeyv1.ReasonApplyingUsers,
-			fmt.Sprintf("applying users to the nodes (%d of %d reachable)%s", len(st.sortedMembers())-len(out.pending), len(st.nodes), pendingSuffix(out.pending)))
+			fmt.Sprintf("applying users to the nodes (%d of %d reachable)%s", len(st.SortedMembers())-len(out.pending), len(st.Nodes), pendingSuffix(out.pending)))
 	}
 	return status.Condition(valkeyv1.ConditionUsersApplied, true, valkeyv1.ReasonUsersApplied,
-		fmt.Sprintf("%d users on every node", len(st.cluster.Spec.Users)))
+		fmt.Sprintf("%d users on every node", len(st.Cluster.Spec.Users)))
 }
 
 func pendingSuffix(pending []string) string {

@@ -84,12 +84,12 @@ func heldSpec(nodes []*valkeyv1.ValkeyNode) (image string, config map[string]str
 // reportVersionHold is the cluster's VersionRefused (nil when nothing is held), with a
 // Warning event when the refusal is new.
 func (r *Reconciler) reportVersionHold(st *clusterState) *metav1.Condition {
-	reason, msg := versionHold(st.cluster, st.nodes)
+	reason, msg := versionHold(st.Cluster, st.Nodes)
 	if reason == "" {
 		return nil
 	}
-	if cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionVersionRefused); cur == nil || cur.Message != msg {
-		r.Recorder.Eventf(st.cluster, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", truncate(msg, 1000)) // EventDowngradeRefused, EventUnknownDirective
+	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionVersionRefused); cur == nil || cur.Message != msg {
+		r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, reason, "CheckVersion", "%s", truncate(msg, 1000)) // EventDowngradeRefused, EventUnknownDirective
 	}
 	c := status.Condition(valkeyv1.ConditionVersionRefused, true, reason, msg)
 	return &c

@@ -77,16 +77,16 @@ func volumeFindings(nodes []nodeFact) string {
 // noteVolumes sends a Warning event on the cluster for each wanted node whose volume is
 // unhealthy and that Degraded does not name so yet (with that reason).
 func (r *Reconciler) noteVolumes(st *clusterState) {
-	cur := status.Get(st.cluster.Status.Conditions, valkeyv1.ConditionDegraded)
-	for _, n := range st.nodes {
+	cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionDegraded)
+	for _, n := range st.Nodes {
 		c := unhealthyVolume(n)
-		if c == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if c == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}
 		if cur != nil && cur.Status == metav1.ConditionTrue && strings.Contains(cur.Message, volumeFindingPrefix(n.Name, c.Reason)) {
 			continue
 		}
-		r.Recorder.Eventf(st.cluster, n, corev1.EventTypeWarning, valkeyv1.ReasonVolumeUnhealthy, "CheckVolumes", "%s; %s", volumeFinding(n), volumeAdvice)
+		r.Recorder.Eventf(st.Cluster, n, corev1.EventTypeWarning, valkeyv1.ReasonVolumeUnhealthy, "CheckVolumes", "%s; %s", volumeFinding(n), volumeAdvice)
 	}
 }
 

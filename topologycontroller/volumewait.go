@@ -6,6 +6,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A node waiting for its volume (VolumeReady is not True: its claim is being created, waits
@@ -51,11 +52,11 @@ func volumeNeedsUser(n *valkeyv1.ValkeyNode) bool {
 // replica's roll comes later) or restarted without the replica about to come. A node whose
 // volume waits for the user holds nothing. nil when p need not wait.
 func volumeHold(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
-	for _, o := range st.nodes {
+	for _, o := range st.Nodes {
 		if o.Name == p.Name || o.Spec.Shard != p.Spec.Shard || !o.DeletionTimestamp.IsZero() {
 			continue
 		}
-		if m := st.members[o.Name]; m.reachable() && m.self.Primary() {
+		if m := st.Members[o.Name]; m.Reachable() && m.Self.Primary() {
 			continue
 		}
 		if waitsForVolume(o) && !volumeNeedsUser(o) {
@@ -68,7 +69,7 @@ func volumeHold(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
 // replicaLackingVolume is a node of p's shard that has no pod because its claim waits for
 // the user; nil when there is none.
 func replicaLackingVolume(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
-	for _, o := range st.nodes {
+	for _, o := range st.Nodes {
 		if o.Name != p.Name && o.Spec.Shard == p.Spec.Shard && o.DeletionTimestamp.IsZero() && noPodForVolume(o) {
 			return o
 		}
@@ -79,7 +80,7 @@ func replicaLackingVolume(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.Va
 // restartsOnItsData tells whether the server at addr keeps its data set over a restart:
 // it snapshots (save points) or logs (appendonly), which the operator renders only with
 // persistence, whose /data is the node's claim. A server on an emptyDir loses its keys.
-func restartsOnItsData(ctx context.Context, cs *conns, addr string) (bool, error) {
+func restartsOnItsData(ctx context.Context, cs *round.Conns, addr string) (bool, error) {
 	save, err := configValue(ctx, cs, addr, "save")
 	if err != nil {
 		return false, err
@@ -92,8 +93,8 @@ func restartsOnItsData(ctx context.Context, cs *conns, addr string) (bool, error
 }
 
 // configValue is CONFIG GET of one parameter on the server at addr.
-func configValue(ctx context.Context, cs *conns, addr, name string) (string, error) {
-	r, err := cs.do(ctx, addr, "CONFIG", "GET", name)
+func configValue(ctx context.Context, cs *round.Conns, addr, name string) (string, error) {
+	r, err := cs.Do(ctx, addr, "CONFIG", "GET", name)
 	if err != nil {
 		return "", err
 	}
@@ -114,12 +115,12 @@ func (r *Reconciler) volumeWait(ctx context.Context, st *clusterState, p *valkey
 	if o := volumeHold(st, p); o != nil {
 		return "replicas roll first: waiting for the claim of " + o.Name
 	}
-	m := st.rollMember(p)
+	m := st.RollMember(p)
 	o := replicaLackingVolume(st, p)
 	if o == nil || m == nil || len(syncedReplicas(st, m)) > 0 {
 		return ""
 	}
-	durable, err := restartsOnItsData(ctx, st.cs, m.addr)
+	durable, err := restartsOnItsData(ctx, st.Conns, m.Addr)
 	switch {
 	case err != nil:
 		return fmt.Sprintf("%s has no replica (%s waits for its claim) and whether it keeps its data over a restart is unknown: %v", p.Name, o.Name, err)

@@ -25,7 +25,7 @@ import (
 )
 
 // K8sVersion is the version of kube-apiserver the test tree builds (test/k8sbuild).
-const K8sVersion = "valkeyv1.37.2"
+const K8sVersion = "v1.37.2"
 
 // RepoRoot is the repository's top folder.
 func RepoRoot() string {

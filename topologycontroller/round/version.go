@@ -1,4 +1,4 @@
-package topologycontroller
+package round
 
 import (
 	"fmt"
@@ -6,24 +6,24 @@ import (
 	"strings"
 )
 
-// serverVersion is the version m's server reports: Valkey's valkey_version, else
+// ServerVersion is the version m's server reports: Valkey's valkey_version, else
 // "redis <redis_version>" (a Redis server), "" before it answered.
-func (m *member) serverVersion() string {
-	if v := m.repl["valkey_version"]; v != "" {
+func (m *Member) ServerVersion() string {
+	if v := m.Repl["valkey_version"]; v != "" {
 		return v
 	}
-	if v := m.repl["redis_version"]; v != "" {
+	if v := m.Repl["redis_version"]; v != "" {
 		return "redis " + v
 	}
 	return ""
 }
 
-// serverVersions sums up the versions the cluster's reachable servers run: "9.1.2", or
+// ServerVersions sums up the versions the cluster's reachable servers run: "9.1.2", or
 // "8.1.8 ×2, 9.1.2 ×4" while they differ (during an upgrade).
-func serverVersions(st *clusterState) string {
+func ServerVersions(st *State) string {
 	count := map[string]int{}
-	for _, m := range st.sortedMembers() {
-		if v := m.serverVersion(); v != "" {
+	for _, m := range st.SortedMembers() {
+		if v := m.ServerVersion(); v != "" {
 			count[v]++
 		}
 	}

@@ -1,4 +1,4 @@
-package topologycontroller
+package round
 
 import (
 	"crypto/tls"
@@ -18,8 +18,8 @@ type connsTLS struct {
 	served map[string]*x509.Certificate // by address
 }
 
-// useTLS makes the clients of c speak TLS, trusting roots.
-func (c *conns) useTLS(roots *x509.CertPool) {
+// UseTLS makes the clients of c speak TLS, trusting roots.
+func (c *Conns) UseTLS(roots *x509.CertPool) {
 	c.tls = &connsTLS{roots: roots, served: map[string]*x509.Certificate{}}
 }
 
@@ -35,9 +35,9 @@ func (t *connsTLS) config(addr string) *tls.Config {
 	})
 }
 
-// servedBy is the certificate the server at addr served when it was dialed; nil when it
+// ServedBy is the certificate the server at addr served when it was dialed; nil when it
 // was not dialed (or without TLS).
-func (c *conns) servedBy(addr string) *x509.Certificate {
+func (c *Conns) ServedBy(addr string) *x509.Certificate {
 	if c.tls == nil {
 		return nil
 	}

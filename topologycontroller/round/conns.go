@@ -1,4 +1,4 @@
-package topologycontroller
+package round
 
 import (
 	"context"
@@ -10,18 +10,17 @@ import (
 
 	"github.com/valkey-io/valkey-go"
 
-	"valkey.io/operator/internal/clusternodes"
 	"valkey.io/operator/internal/valkeydial"
 )
 
-// commandsSent counts the commands sent to Valkey servers by every reconcile of the
+// CommandsSent counts the commands sent to Valkey servers by every reconcile of the
 // process (what the topology benchmark reports per reconcile and per node).
-var commandsSent atomic.Int64
+var CommandsSent atomic.Int64
 
-// conns holds the per-node clients of one reconcile. It is closed at the end of the
+// Conns holds the per-node clients of one reconcile. It is closed at the end of the
 // reconcile: nothing of it outlives a reconcile, so a restarted controller loses nothing.
-type conns struct {
-	creds       credentials
+type Conns struct {
+	creds       Credentials
 	dialTimeout time.Duration
 	cmdTimeout  time.Duration
 	clients     map[string]valkey.Client
@@ -32,26 +31,26 @@ type conns struct {
 	fellBack map[string]bool
 }
 
-// credentials: the operator's own user and its password, and the default user's password
+// Credentials: the operator's own user and its password, and the default user's password
 // for servers that do not know that user yet ("" for none).
-type credentials struct {
-	user, password, defaultPassword string
+type Credentials struct {
+	User, Password, DefaultPassword string
 }
 
-func newConns(creds credentials, dialTimeout, cmdTimeout time.Duration) *conns {
-	return &conns{creds: creds, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout,
+func NewConns(creds Credentials, dialTimeout, cmdTimeout time.Duration) *Conns {
+	return &Conns{creds: creds, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout,
 		clients: map[string]valkey.Client{}, fellBack: map[string]bool{}}
 }
 
-// get returns a client of the server at addr (ip:port), dialing it on first use: as the
+// Get returns a client of the server at addr (ip:port), dialing it on first use: as the
 // operator's user, or, when the server refuses it, as the default user with its password.
-func (c *conns) get(addr string) (valkey.Client, error) {
+func (c *Conns) Get(addr string) (valkey.Client, error) {
 	if cl, ok := c.clients[addr]; ok {
 		return cl, nil
 	}
-	cl, err := c.dial(addr, c.creds.user, c.creds.password)
-	if err != nil && c.creds.user != "" && c.creds.defaultPassword != "" && isAuthError(err) {
-		if fb, fbErr := c.dial(addr, "", c.creds.defaultPassword); fbErr == nil {
+	cl, err := c.dial(addr, c.creds.User, c.creds.Password)
+	if err != nil && c.creds.User != "" && c.creds.DefaultPassword != "" && IsAuthError(err) {
+		if fb, fbErr := c.dial(addr, "", c.creds.DefaultPassword); fbErr == nil {
 			cl, err = fb, nil
 			c.fellBack[addr] = true
 		}
@@ -64,50 +63,50 @@ func (c *conns) get(addr string) (valkey.Client, error) {
 }
 
 // dial connects to the server at addr as user ("" for the default user).
-func (c *conns) dial(addr, user, password string) (valkey.Client, error) {
+func (c *Conns) dial(addr, user, password string) (valkey.Client, error) {
 	return valkeydial.Dial(valkeydial.Options{Addr: addr, User: user, Password: password,
 		DialTimeout: c.dialTimeout, WriteTimeout: c.cmdTimeout, TLS: c.tls.config(addr), Small: true})
 }
 
-// migrateAuth are MIGRATE's arguments authenticating on the target server at addr, as
+// MigrateAuth are MIGRATE's arguments authenticating on the target server at addr, as
 // this reconcile does.
-func (c *conns) migrateAuth(addr string) []string {
+func (c *Conns) MigrateAuth(addr string) []string {
 	switch {
 	case c.fellBack[addr]:
-		return []string{"AUTH", c.creds.defaultPassword}
-	case c.creds.user != "":
-		return []string{"AUTH2", c.creds.user, c.creds.password}
-	case c.creds.password != "":
-		return []string{"AUTH", c.creds.password}
+		return []string{"AUTH", c.creds.DefaultPassword}
+	case c.creds.User != "":
+		return []string{"AUTH2", c.creds.User, c.creds.Password}
+	case c.creds.Password != "":
+		return []string{"AUTH", c.creds.Password}
 	}
 	return nil
 }
 
-// close closes every client.
-func (c *conns) close() {
+// Close closes every client.
+func (c *Conns) Close() {
 	for _, cl := range c.clients {
 		cl.Close()
 	}
 	c.clients = map[string]valkey.Client{}
 }
 
-// do runs one command on the server at addr.
-func (c *conns) do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
-	cl, err := c.get(addr)
+// Do runs one command on the server at addr.
+func (c *Conns) Do(ctx context.Context, addr string, args ...string) (valkey.ValkeyResult, error) {
+	cl, err := c.Get(addr)
 	if err != nil {
 		return valkey.ValkeyResult{}, err
 	}
-	commandsSent.Add(1)
+	CommandsSent.Add(1)
 	return cl.Do(ctx, cl.B().Arbitrary(args...).Build()), nil
 }
 
-// multi pipelines commands to the server at addr and returns their replies; err is the
+// Multi pipelines commands to the server at addr and returns their replies; err is the
 // first failure (a reply error included).
-func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valkey.ValkeyResult, error) {
+func (c *Conns) Multi(ctx context.Context, addr string, cmds [][]string) ([]valkey.ValkeyResult, error) {
 	if len(cmds) == 0 {
 		return nil, nil
 	}
-	cl, err := c.get(addr)
+	cl, err := c.Get(addr)
 	if err != nil {
 		return nil, err
 	}
@@ -115,7 +114,7 @@ func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	for _, args := range cmds {
 		built = append(built, cl.B().Arbitrary(args...).Build())
 	}
-	commandsSent.Add(int64(len(built)))
+	CommandsSent.Add(int64(len(built)))
 	res := cl.DoMulti(ctx, built...)
 	for i, r := range res {
 		if err := r.Error(); err != nil {
@@ -125,19 +124,19 @@ func (c *conns) multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	return res, nil
 }
 
-// dedicated runs fn on a connection to the server at addr that nobody else uses meanwhile
+// Dedicated runs fn on a connection to the server at addr that nobody else uses meanwhile
 // (WATCH holds on its connection).
-func (c *conns) dedicated(addr string, fn func(valkey.DedicatedClient) error) error {
-	cl, err := c.get(addr)
+func (c *Conns) Dedicated(addr string, fn func(valkey.DedicatedClient) error) error {
+	cl, err := c.Get(addr)
 	if err != nil {
 		return err
 	}
 	return cl.Dedicated(fn)
 }
 
-// str runs a command and returns its reply as a string.
-func (c *conns) str(ctx context.Context, addr string, args ...string) (string, error) {
-	r, err := c.do(ctx, addr, args...)
+// Str runs a command and returns its reply as a string.
+func (c *Conns) Str(ctx context.Context, addr string, args ...string) (string, error) {
+	r, err := c.Do(ctx, addr, args...)
 	if err != nil {
 		return "", err
 	}
@@ -148,9 +147,9 @@ func (c *conns) str(ctx context.Context, addr string, args ...string) (string, e
 	return s, nil
 }
 
-// ok runs a command whose reply does not matter.
-func (c *conns) ok(ctx context.Context, addr string, args ...string) error {
-	r, err := c.do(ctx, addr, args...)
+// OK runs a command whose reply does not matter.
+func (c *Conns) OK(ctx context.Context, addr string, args ...string) error {
+	r, err := c.Do(ctx, addr, args...)
 	if err != nil {
 		return err
 	}
@@ -160,14 +159,14 @@ func (c *conns) ok(ctx context.Context, addr string, args ...string) error {
 	return nil
 }
 
-// countKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined. Slots
+// CountKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined. Slots
 // without keys are left out.
-func countKeys(ctx context.Context, cs *conns, addr string, slots []int) (map[int]int64, error) {
+func CountKeys(ctx context.Context, cs *Conns, addr string, slots []int) (map[int]int64, error) {
 	cmds := make([][]string, len(slots))
 	for i, slot := range slots {
 		cmds[i] = []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)}
 	}
-	res, err := cs.multi(ctx, addr, cmds)
+	res, err := cs.Multi(ctx, addr, cmds)
 	if err != nil {
 		return nil, err
 	}
@@ -201,18 +200,9 @@ func redactArgs(args []string) []string {
 	return out
 }
 
-// clusterNode is one line of CLUSTER NODES.
-type clusterNode = clusternodes.Node
-
-// parseClusterNodes parses the output of CLUSTER NODES.
-func parseClusterNodes(out string) ([]clusterNode, error) { return clusternodes.Parse(out) }
-
-// parseInfo parses INFO output into key → value.
-func parseInfo(out string) map[string]string { return clusternodes.ParseInfo(out) }
-
-// replicationOffset is the replication offset a replica has processed (for choosing the
+// ReplicationOffset is the replication offset a replica has processed (for choosing the
 // most up-to-date replica to fail over to).
-func replicationOffset(info map[string]string) int64 {
+func ReplicationOffset(info map[string]string) int64 {
 	for _, k := range []string{"slave_repl_offset", "master_repl_offset"} {
 		if v, ok := info[k]; ok {
 			if n, err := strconv.ParseInt(v, 10, 64); err == nil {
@@ -221,4 +211,11 @@ func replicationOffset(info map[string]string) int64 {
 		}
 	}
 	return -1
+}
+
+// IsAuthError tells a refused password from an unreachable server.
+func IsAuthError(err error) bool {
+	s := err.Error()
+	return strings.Contains(s, "WRONGPASS") || strings.Contains(s, "NOAUTH") ||
+		strings.Contains(s, "without any password configured") || strings.Contains(s, "invalid password")
 }

@@ -1,4 +1,4 @@
-package topologycontroller
+package round
 
 import (
 	"fmt"
@@ -14,14 +14,14 @@ import (
 // not see (yet) at their address, and the lines of nodes that are no member (IDs to forget,
 // nodes whose pod is not ready). Only the seed's view is kept whole (see observe).
 type viewScan struct {
-	byID  map[string]*member // the reachable members, by the ID each reported
+	byID  map[string]*Member // the reachable members, by the ID each reported
 	round int                // stamps the members this scan saw well
 }
 
 // scan fills m.self, m.lines, m.slots, m.unseen and m.others from out.
-func (vs *viewScan) scan(m *member, out string) error {
+func (vs *viewScan) scan(m *Member, out string) error {
 	vs.round++
-	m.lines, m.slots, m.unseen, m.others = 0, 0, nil, nil
+	m.Lines, m.Slots, m.Unseen, m.Others = 0, 0, nil, nil
 	for rest := out; rest != ""; {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
@@ -33,13 +33,13 @@ func (vs *viewScan) scan(m *member, out string) error {
 			return err
 		}
 	}
-	if m.self == nil {
-		return fmt.Errorf("no myself line in CLUSTER NODES of %s", m.addr)
+	if m.Self == nil {
+		return fmt.Errorf("no myself line in CLUSTER NODES of %s", m.Addr)
 	}
 	for id, b := range vs.byID {
-		if b != m && b.seen != vs.round {
-			if _, noted := m.unseen[id]; !noted {
-				m.note(id, "")
+		if b != m && b.Seen != vs.round {
+			if _, noted := m.Unseen[id]; !noted {
+				m.Note(id, "")
 			}
 		}
 	}
@@ -47,29 +47,29 @@ func (vs *viewScan) scan(m *member, out string) error {
 }
 
 // line takes one line of m's view into account.
-func (vs *viewScan) line(m *member, line string) error {
+func (vs *viewScan) line(m *Member, line string) error {
 	id, rest := field(line)
 	addrField, rest := field(rest)
 	flags, rest := field(rest)
 	handshake := hasFlag(flags, "handshake")
-	m.lines++
+	m.Lines++
 	if !handshake {
-		m.slots += lineSlots(rest)
+		m.Slots += lineSlots(rest)
 	}
 	if hasFlag(flags, "myself") {
 		n, err := clusternodes.ParseLine(strings.Clone(line))
 		if err != nil {
 			return err
 		}
-		m.self = &n
+		m.Self = &n
 		return nil
 	}
 	if b := vs.byID[id]; b != nil {
 		addr := lineAddr(addrField)
-		if addr == b.addr && !handshake && !hasFlag(flags, "fail") && !hasFlag(flags, "noaddr") && !hasFlag(flags, "fail?") {
-			b.seen = vs.round
+		if addr == b.Addr && !handshake && !hasFlag(flags, "fail") && !hasFlag(flags, "noaddr") && !hasFlag(flags, "fail?") {
+			b.Seen = vs.round
 		} else {
-			m.note(id, strings.Clone(addr))
+			m.Note(id, strings.Clone(addr))
 		}
 		return nil
 	}
@@ -77,7 +77,7 @@ func (vs *viewScan) line(m *member, line string) error {
 	if err != nil {
 		return err
 	}
-	m.others = append(m.others, n)
+	m.Others = append(m.Others, n)
 	return nil
 }
 

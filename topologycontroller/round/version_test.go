@@ -1,4 +1,4 @@
-package topologycontroller
+package round
 
 import (
 	"fmt"
@@ -7,6 +7,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/clusternodes"
 )
 
 func TestServerVersions(t *testing.T) {
@@ -19,13 +20,13 @@ func TestServerVersions(t *testing.T) {
 		{[]map[string]string{{"redis_version": "7.0.15"}}, "redis 7.0.15"},
 		{[]map[string]string{{}}, ""},
 	} {
-		st := newClusterState(&valkeyv1.ValkeyCluster{}, nil, nil)
+		st := NewState(&valkeyv1.ValkeyCluster{}, nil, nil)
 		for i, info := range tc.infos {
 			n := &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprint(i)}}
-			st.nodes = append(st.nodes, n)
-			st.members[n.Name] = &member{node: n, self: &clusterNode{}, repl: info}
+			st.Nodes = append(st.Nodes, n)
+			st.Members[n.Name] = &Member{Node: n, Self: &clusternodes.Node{}, Repl: info}
 		}
-		if got := serverVersions(st); got != tc.want {
+		if got := ServerVersions(st); got != tc.want {
 			t.Errorf("%v: %q, want %q", tc.infos, got, tc.want)
 		}
 	}
