@@ -13,6 +13,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A cluster's backups run from its reconcile, which knows its members, their roles and
@@ -63,7 +64,7 @@ func (r *Reconciler) backupStep(ctx context.Context, st *clusterState, b, active
 	}
 	if b.Status.Phase == "" || b.Status.Phase == valkeyv1.BackupPending {
 		if busy := clusterBusy(st); busy != "" {
-			st.lookAgain(2 * short)
+			st.lookAgain(2 * round.Short)
 			return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonClusterBusy, "waiting for the cluster to settle: "+busy))
 		}
 		if err := r.setBackup(ctx, b, backupStarted(st.Cluster)); err != nil {

@@ -59,7 +59,7 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 			"shard %d saved on %s at offset %d", s, done.Node, done.Offset)
 	}
 	if b.Status.Phase == valkeyv1.BackupSaving {
-		st.lookAgain(short)
+		st.lookAgain(round.Short)
 	}
 	return nil
 }

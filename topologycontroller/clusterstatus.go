@@ -70,8 +70,8 @@ func factsOf(st *clusterState) clusterFacts {
 	vc := st.Cluster
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
-		slots: assignedSlots(st), stateOK: st.Seed != nil, migrating: st.migrating, progress: st.Progress,
-		stalled: st.stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, notOwned: st.notOwned, formed: formedBefore(vc),
+		slots: assignedSlots(st), stateOK: st.Seed != nil, migrating: st.moves.Found().Migrating, progress: st.Progress,
+		stalled: st.moves.Found().Stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, notOwned: st.notOwned, formed: formedBefore(vc),
 	}
 	for _, n := range st.Nodes {
 		approval := rollApproval(st, n)
@@ -102,7 +102,7 @@ func factsOf(st *clusterState) clusterFacts {
 	}
 	for id, n := range st.View {
 		if n.Primary() && n.SlotCount() > 0 && st.ByID[id] == nil {
-			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", short8(id), n.SlotCount()))
+			f.unreachable = append(f.unreachable, fmt.Sprintf("node %s owns %d slots and is unreachable", round.ShortID(id), n.SlotCount()))
 		}
 	}
 	return f

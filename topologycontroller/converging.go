@@ -9,6 +9,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/topologycontroller/planner"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // While Valkey converges on its own (a replica syncing with its primary, gossip spreading
@@ -18,7 +19,7 @@ import (
 // convergeMax (and never later than resync-period). Only a converged cluster waits
 // resync-period.
 const (
-	convergeFirst  = short
+	convergeFirst  = round.Short
 	convergeSteady = 10
 	convergeMax    = 2 * time.Second
 )

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // drain empties the nodes being deleted: a primary with a synced replica is failed over;
@@ -31,7 +32,7 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 		}
 		if id := m.Self.PrimaryID; !m.Self.Primary() && id != "" && st.ByID[id] == nil {
 			return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("its primary %s is down: this replica may hold the only copy of the shard's keys, "+
-				"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(id), valkeyv1.AnnotationSkipDrain)
+				"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", round.ShortID(id), valkeyv1.AnnotationSkipDrain)
 		}
 		if st.InCluster(m) || (n.Status.Topology != nil && n.Status.Topology.NodeID != "") {
 			return true, valkeyv1.ReasonNoSlots, "owns no slots"
@@ -50,7 +51,7 @@ func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, stri
 	}
 	if v := st.View[id]; v != nil && !v.Primary() && v.PrimaryID != "" && st.ByID[v.PrimaryID] == nil {
 		return false, valkeyv1.ReasonPrimaryDown, fmt.Sprintf("is unreachable and its primary %s is down too: its claim may hold the only copy of the shard's keys, "+
-			"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", short8(v.PrimaryID), valkeyv1.AnnotationSkipDrain)
+			"so it stays until the primary is back or it has taken over (annotation %s lets it go anyway; its copy goes with it)", round.ShortID(v.PrimaryID), valkeyv1.AnnotationSkipDrain)
 	}
 	if st.Seed == nil {
 		return false, valkeyv1.ReasonMigratingSlots, "no node of the cluster is reachable to check its slots"

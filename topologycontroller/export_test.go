@@ -15,9 +15,11 @@ func CommandsSent() int64 { return round.CommandsSent.Load() }
 // NewReconciler is a Reconciler outside a manager, for the benchmark's reconciles of a
 // settled cluster.
 func NewReconciler(c client.Client, rec recorder.EventRecorder, opts Options) *Reconciler {
-	return &Reconciler{
+	r := &Reconciler{
 		Client: c, APIReader: c, Recorder: rec, Options: opts.withDefaults(),
 		Status:    status.NewApplier(c, valkeyv1.FieldManagerTopology),
 		failovers: newFailoverTries(),
 	}
+	r.mover = r.newMover()
+	return r
 }

@@ -62,7 +62,7 @@ func (r *Reconciler) failover(ctx context.Context, st *clusterState, p *round.Me
 		return
 	}
 	to := replicas[0]
-	r.event(st, p.Node, corev1.EventTypeNormal, valkeyv1.EventFailingOver, "ClusterFailover", "failing %s over to %s (%s)", p.Node.Name, to.Node.Name, why)
+	r.event(st.State, p.Node, corev1.EventTypeNormal, valkeyv1.EventFailingOver, "ClusterFailover", "failing %s over to %s (%s)", p.Node.Name, to.Node.Name, why)
 	r.failovers.start(key, to.Node.Name, now)
 	if err := st.Conns.OK(ctx, to.Addr, "CLUSTER", "FAILOVER"); err != nil {
 		r.failoverFailed(st, p, err.Error())
@@ -75,7 +75,7 @@ func (r *Reconciler) failover(ctx context.Context, st *clusterState, p *round.Me
 func (r *Reconciler) failoverFailed(st *clusterState, p *round.Member, why string) {
 	key := failoverKey{cluster: st.Cluster.UID, node: p.Node.Name}
 	t := r.failovers.fail(key, why, r.Options.FailoverBackoff, r.Options.FailoverBackoffMax, time.Now())
-	r.event(st, p.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverStalled, "ClusterFailover",
+	r.event(st.State, p.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverStalled, "ClusterFailover",
 		"failover of %s to %s did not complete (try %d): %s; next try in %s", p.Node.Name, t.to, t.failures, why, time.Until(t.retryAt).Round(time.Second))
 	st.Wait("waiting to fail "+p.Node.Name+" over again", time.Until(t.retryAt))
 }
@@ -114,7 +114,7 @@ func (r *Reconciler) settleFailovers(st *clusterState) {
 			continue
 		}
 		if t.running() {
-			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventFailedOver, "ClusterFailover", "%s took over from %s", t.to, n.Name)
+			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventFailedOver, "ClusterFailover", "%s took over from %s", t.to, n.Name)
 		}
 		r.failovers.forget(key)
 	}

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/types"
+
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // failoverKey names a primary being failed over: its cluster and its ValkeyNode.
@@ -67,7 +69,7 @@ func (f *failoverTries) fail(k failoverKey, why string, base, maxDelay time.Dura
 	t.started = time.Time{}
 	t.failures++
 	t.lastErr = why
-	t.retryAt = now.Add(doubling(base, maxDelay, t.failures))
+	t.retryAt = now.Add(round.Doubling(base, maxDelay, t.failures))
 	f.tries[k] = t
 	return t
 }

@@ -25,7 +25,7 @@ const keptKeysRecheck = 5 * time.Second
 // Otherwise its keys may exist nowhere else (it came back from a retained claim after its
 // slots went to a node that never had them): it is left as it is, with ClusterJoined=False
 // KeysNotElsewhere and a Warning event, and false is returned.
-func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState, m *round.Member) (bool, error) {
+func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *round.State, m *round.Member) (bool, error) {
 	keys, err := dbSize(ctx, st.Conns, m.Addr)
 	if err != nil || keys == 0 {
 		return err == nil, err
@@ -42,7 +42,7 @@ func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *clusterState,
 }
 
 // keepKeys reports a node whose keys are not flushed (an event only when the news is new).
-func (r *Reconciler) keepKeys(st *clusterState, m *round.Member, keys int64, missing string) {
+func (r *Reconciler) keepKeys(st *round.State, m *round.Member, keys int64, missing string) {
 	msg := fmt.Sprintf("holds %d keys but owns no slots, and %s: they may exist nowhere else, so it is not emptied to join as a replica. "+
 		"Copy the keys to the cluster (for example MIGRATE … COPY from this server to the slot's owner), or run FLUSHALL on it if they are not needed; it then joins",
 		keys, missing)
@@ -57,7 +57,7 @@ func (r *Reconciler) keepKeys(st *clusterState, m *round.Member, keys int64, mis
 // keysNotElsewhere compares, slot by slot, the keys m holds with those of the slot's owner
 // in the seed's view. It describes the slots whose owner holds fewer keys, is unknown or
 // cannot be asked; "" when there are none.
-func keysNotElsewhere(ctx context.Context, st *clusterState, m *round.Member) (string, error) {
+func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member) (string, error) {
 	mine, err := round.CountKeys(ctx, st.Conns, m.Addr, allSlots())
 	if err != nil {
 		return "", err
@@ -108,7 +108,7 @@ const flushCheckBatch = 512
 // keysAbsentOnOwners counts, for each slot whose reachable owner holds at least as many keys
 // as m (a count says nothing of which keys), m's keys of it that the owner does not have:
 // CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
-func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *round.Member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
+func keysAbsentOnOwners(ctx context.Context, st *round.State, m *round.Member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
 	var slots []int
 	for slot := 0; slot < planner.TotalSlots; slot++ {
 		if o := st.ByID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
@@ -126,7 +126,7 @@ func keysAbsentOnOwners(ctx context.Context, st *clusterState, m *round.Member, 
 }
 
 // countAbsent adds to absent the keys of m in slots that their owner does not have.
-func countAbsent(ctx context.Context, st *clusterState, m *round.Member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
+func countAbsent(ctx context.Context, st *round.State, m *round.Member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
 	gets := make([][]string, len(slots))
 	for i, slot := range slots {
 		gets[i] = []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.FormatInt(mine[slot], 10)}
@@ -165,19 +165,19 @@ func countAbsent(ctx context.Context, st *clusterState, m *round.Member, slots [
 }
 
 // describeShortSlot names a slot whose owner lacks keys m holds.
-func describeShortSlot(st *clusterState, slot int, mine, theirs int64, id string) string {
+func describeShortSlot(st *round.State, slot int, mine, theirs int64, id string) string {
 	o := st.ByID[id]
 	switch {
 	case id == "":
 		return fmt.Sprintf("slot %d: %d keys here, no owner", slot, mine)
 	case o == nil:
-		return fmt.Sprintf("slot %d: %d keys here, its owner %s unreachable", slot, mine, short8(id))
+		return fmt.Sprintf("slot %d: %d keys here, its owner %s unreachable", slot, mine, round.ShortID(id))
 	}
 	return fmt.Sprintf("slot %d: %d keys here, %d on its owner %s", slot, mine, theirs, o.Node.Name)
 }
 
 // slotOwnerIDs maps every slot to its owner in the seed's view ("" when unowned).
-func slotOwnerIDs(st *clusterState) map[int]string {
+func slotOwnerIDs(st *round.State) map[int]string {
 	out := make(map[int]string, planner.TotalSlots)
 	for id, n := range st.View {
 		if !n.Primary() {

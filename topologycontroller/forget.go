@@ -7,6 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // forgettable lists the IDs of the seed's view that should be forgotten: no ValkeyNode
@@ -57,8 +58,8 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 				return true, err
 			}
 		}
-		r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
+		r.event(st.State, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
 	}
-	st.Wait("forgetting stale node IDs", short)
+	st.Wait("forgetting stale node IDs", round.Short)
 	return true, nil
 }

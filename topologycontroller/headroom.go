@@ -143,6 +143,6 @@ func (r *Reconciler) noteHeadroom(st *clusterState) {
 		return
 	}
 	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionVolumeHeadroom); cur == nil || cur.Status != c.Status || cur.Message != c.Message {
-		r.event(st, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientHeadroom, "CheckHeadroom", "%s", c.Message)
+		r.event(st.State, nil, corev1.EventTypeWarning, valkeyv1.ReasonInsufficientHeadroom, "CheckHeadroom", "%s", c.Message)
 	}
 }

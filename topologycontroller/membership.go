@@ -43,16 +43,16 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 			if err := meetAt(ctx, st.Conns, st.Seed.Addr, m.Addr); err != nil {
 				return acted, err
 			}
-			r.event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, short8(m.ID()), m.Addr)
+			r.event(st.State, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, round.ShortID(m.ID()), m.Addr)
 			acted = true
 		}
 	}
 	if acted {
-		st.Wait("meeting nodes", short)
+		st.Wait("meeting nodes", round.Short)
 		return true, nil
 	}
 	if a, b := st.unseenPair(); a != nil {
-		st.Wait(fmt.Sprintf("waiting for %s to see %s at %s", a.Node.Name, b.Node.Name, b.Addr), short)
+		st.Wait(fmt.Sprintf("waiting for %s to see %s at %s", a.Node.Name, b.Node.Name, b.Addr), round.Short)
 		return true, nil
 	}
 	return false, nil
@@ -64,13 +64,6 @@ func meetAt(ctx context.Context, cs *round.Conns, on, addr string) error {
 		return err
 	}
 	return cs.OK(ctx, on, "CLUSTER", "MEET", host, port)
-}
-
-func short8(id string) string {
-	if len(id) > 8 {
-		return id[:8]
-	}
-	return id
 }
 
 // replicate makes every other member of a shard a replica of the shard's primary. A node
@@ -99,7 +92,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 			continue // a primary with slots is never demoted here; rolls and drains fail over
 		}
 		if m.Self.Primary() {
-			flushed, err := r.flushIfHeldElsewhere(ctx, st, m)
+			flushed, err := r.flushIfHeldElsewhere(ctx, st.State, m)
 			if err != nil {
 				return acted, err
 			}
@@ -110,11 +103,11 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "REPLICATE", p.ID()); err != nil {
 			return acted, err
 		}
-		r.event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.Node.Name, p.Node.Name, short8(p.ID()))
+		r.event(st.State, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.Node.Name, p.Node.Name, round.ShortID(p.ID()))
 		acted = true
 	}
 	if acted {
-		st.Wait("attaching replicas", short)
+		st.Wait("attaching replicas", round.Short)
 	}
 	return acted, nil
 }

@@ -32,14 +32,6 @@ var (
 		Name: "valkey_cluster_migrations_total",
 		Help: "Slot migrations, by result: started (Migrating), completed (Migrated: slots balanced), failed (MigrationFailed), stalled (MigrationStalled).",
 	}, append(clusterLabels, "result"))
-	slotsMigrated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "valkey_cluster_slots_migrated_total",
-		Help: "Slots given to another primary: key by key once their keys moved (SETSLOT NODE), atomically once the server took the job (CLUSTER MIGRATESLOTS).",
-	}, clusterLabels)
-	keysMigrated = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "valkey_cluster_keys_migrated_total",
-		Help: "Keys moved by key-by-key slot migration (MIGRATE, then deleted on the source once a replica of the target had them); atomic migration moves keys inside the servers and is not counted here.",
-	}, clusterLabels)
 	rollsApproved = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "valkey_cluster_roll_approvals_total",
 		Help: "Pod restarts the topology controller approved (RollApproved), one node at a time.",
@@ -51,7 +43,7 @@ var (
 )
 
 func init() {
-	metrics.Registry.MustRegister(failovers, takeovers, migrations, slotsMigrated, keysMigrated, rollsApproved, reconcileErrors, collector)
+	metrics.Registry.MustRegister(failovers, takeovers, migrations, rollsApproved, reconcileErrors, collector)
 }
 
 // eventCount is the counter an event reason adds one to, and its result label ("" for none).

@@ -144,6 +144,8 @@ var _ = Describe("NetworkPolicy", func() {
 		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return policy(ns, "n")().Spec.Ingress }, 10*time.Second).
 			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume, prom)}))
 		patchSpec(ns, "n", `{"network":{"metricsFrom":null}}`)
+		Eventually(func() []networkingv1.NetworkPolicyIngressRule { return policy(ns, "n")().Spec.Ingress }, 10*time.Second).
+			Should(Equal([]networkingv1.NetworkPolicyIngressRule{rule(16379, own), rule(6379, own, operator, web), rule(9121, volume)}))
 
 		By("a peer the API server refuses is reported, and the last good policy stays")
 		patchSpec(ns, "n", `{"network":{"clientFrom":[{"ipBlock":{"cidr":"10.0.0.0/33"}}]}}`)

@@ -16,6 +16,7 @@ import (
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
+	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -30,7 +31,8 @@ type Reconciler struct {
 	Options   Options
 	Status    status.Applier
 
-	stalls stallBook
+	// mover moves slots (package migration); it keeps the stalled slots between rounds.
+	mover *migration.Mover
 	// converging counts the rounds in a row that found Valkey still converging.
 	converging convergeBook
 	// failovers are the failovers under way or backing off (see failover).
@@ -42,10 +44,6 @@ type Reconciler struct {
 	// live is what live config each server was given (see liveconfig.go).
 	live liveBook
 }
-
-// short is the requeue delay while Valkey-side work is in progress (Valkey is not a
-// Kubernetes watch source, so progress there is only seen by looking again).
-const short = 500 * time.Millisecond
 
 // Reconcile runs get → delete or normal → ordered phases → one status apply per object.
 func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
@@ -136,7 +134,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	r.lookAgainWhileConverging(st)
 	r.runBackups(ctx, st)
 	st.recheckUsers()
-	r.noteStalls(st)
+	r.mover.NoteStalls(st.moves)
 	return r.finish(ctx, st)
 }
 
@@ -198,17 +196,17 @@ type phase struct {
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	st.backupUnderway = r.backupUnderway(ctx, st)
 	if st.backupUnderway != "" {
-		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), short)
+		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), round.Short)
 	}
 	phases := []phase{
 		{"meet", r.meet},
-		{"resume migrations", r.resumeMigrations},
+		{"resume migrations", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Resume(ctx, st.moves) }},
 		{"hold for restore", r.holdForRestore},
 		{"take over", r.takeOver},
 		{"replicate", r.replicate},
 		{"forget", r.forget},
 		{"drain", r.drain},
-		{"slots", r.balanceSlots},
+		{"slots", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Balance(ctx, st.moves) }},
 		{"scale in", r.scaleIn},
 		{"rolls", r.approveRolls},
 	}
@@ -224,7 +222,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 			// What it changed converges anew: look again at the first pace.
 			r.converging.forget(st.Cluster.UID)
 			if st.Requeue == 0 {
-				st.Requeue = short
+				st.Requeue = round.Short
 			}
 			return nil
 		}
@@ -246,4 +244,15 @@ func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 	out, err := w.Apply(ctx, st.Cluster, st.Nodes, roundReport{r: r, st: st})
 	st.policyRefused, st.serviceRefused = out.PolicyRefused, out.ServiceRefused
 	return err
+}
+
+// newMover is the Reconciler's slot mover (package migration), with its flags and events.
+func (r *Reconciler) newMover() *migration.Mover {
+	return &migration.Mover{
+		Options: migration.Options{
+			KeysOnly: r.Options.MigrationMode == MigrationKeys, BatchSize: r.Options.MigrationBatchSize,
+			SlotsPerReconcile: r.Options.MigrationSlotsPerReconcile, CommandTimeout: r.Options.CommandTimeout,
+		},
+		Event: r.event, Flush: r.flushIfHeldElsewhere,
+	}
 }

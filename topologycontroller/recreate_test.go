@@ -133,7 +133,7 @@ var _ = Describe("Re-creation and drain", func() {
 		By("deleting the cluster; its Secret stays (garbage collection has not got to it yet)")
 		Expect(k8s.Delete(context.Background(), old)).To(Succeed())
 		Expect(k8s.Delete(context.Background(), getNode(ns, valkeyv1.NodeName("gen", 0, 0)))).To(Succeed())
-		Eventually(func() int { return len(listNodes(ns)) }, 20*time.Second).Should(BeZero())
+		Eventually(func() int { return len(listNodes(ns)) }, 60*time.Second).Should(BeZero())
 		vc := newCluster(ns, "gen", 1, 0)
 		Eventually(func() *metav1.Condition {
 			return status.Get(getCluster(ns, "gen").Status.Conditions, valkeyv1.ConditionReady)

@@ -225,7 +225,7 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 	msg := fmt.Sprintf("restored from %s: %d shards, each from its snapshot (node identities %s)", p.backup, st.Cluster.Spec.Shards, strings.ToLower(string(p.identity)))
 	c := status.Condition(valkeyv1.ConditionRestored, true, valkeyv1.ReasonRestored, msg)
 	st.restoredCond = &c
-	r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventRestored, "Restore", "%s", msg)
+	r.event(st.State, nil, corev1.EventTypeNormal, valkeyv1.EventRestored, "Restore", "%s", msg)
 }
 
 // restoredServes tells whether restored node n is joined as its shard's primary and owns
@@ -288,6 +288,6 @@ func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav
 // it already.
 func (r *Reconciler) restoreRefusedEvent(st *clusterState, c *metav1.Condition) {
 	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != c.Reason || cur.Message != c.Message {
-		r.event(st, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
+		r.event(st.State, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
 	}
 }

@@ -61,12 +61,12 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 			return false, n.Name + " reports cluster_state " + m.ClusterState
 		}
 	}
-	if st.migrating || assignedSlots(st) != planner.TotalSlots {
+	if st.moves.Found().Migrating || assignedSlots(st) != planner.TotalSlots {
 		return false, "slots are moving"
 	}
 	for id, v := range st.View {
 		if v.Primary() && v.SlotCount() > 0 && st.ByID[id] == nil && id != skipID {
-			return false, "node " + short8(id) + " owns slots and is unreachable"
+			return false, "node " + round.ShortID(id) + " owns slots and is unreachable"
 		}
 	}
 	return true, ""
@@ -172,19 +172,19 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 		if waitsForVolume(n) {
 			// Not rolling and not about to: the others do not wait for it.
 			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
-			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
+			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
 			cleared = true
 			continue
 		}
 		if rollDone(st, n) {
 			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
-			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
+			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
 			cleared = true
 			continue
 		}
 		if holds, why := approvalHolds(st, n); !holds {
 			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
-			r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
+			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
 			cleared = true
 			continue
 		}
@@ -215,7 +215,7 @@ func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pe
 		if reason == valkeyv1.ReasonApprovedNoReplica {
 			eventType = corev1.EventTypeWarning
 		}
-		r.event(st, n, eventType, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: %s", n.Name, msg)
+		r.event(st.State, n, eventType, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: %s", n.Name, msg)
 		acted = true
 	}
 	return serving, acted
@@ -325,13 +325,13 @@ func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1
 	switch {
 	case !primary && failingOver(n):
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
-		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
+		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	case !primary:
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
-		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
+		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
 	case len(syncedReplicas(st, m)) == 0 && !t.running():
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		r.event(st, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
+		r.event(st.State, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
 	default:
 		if stalled, _ := r.failoverStalled(st, n.Name); !t.running() && !stalled {
 			// Tell the world first, then start the failover; a later round approves.

@@ -26,13 +26,13 @@ type roundReport struct {
 
 // Event records an event on the cluster.
 func (rr roundReport) Event(eventType, reason, action, msg string) {
-	rr.r.event(rr.st, nil, eventType, reason, action, "%s", msg)
+	rr.r.event(rr.st.State, nil, eventType, reason, action, "%s", msg)
 }
 
 // Refused records a Warning event on the cluster unless Progressing says why already.
 func (rr roundReport) Refused(reason, action, why string) {
 	if !progressingSays(rr.st, why) {
-		rr.r.event(rr.st, nil, corev1.EventTypeWarning, reason, action, "%s", why)
+		rr.r.event(rr.st.State, nil, corev1.EventTypeWarning, reason, action, "%s", why)
 	}
 }
 

@@ -53,7 +53,7 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 			return acted, fmt.Errorf("delete ValkeyNode %s: %w", n.Name, err)
 		}
 		shardSize[n.Spec.Shard]--
-		r.event(st, n, corev1.EventTypeNormal, valkeyv1.EventScaledIn, "DeleteNode", "deleted ValkeyNode %s (no longer in spec, owns no slots)", n.Name)
+		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventScaledIn, "DeleteNode", "deleted ValkeyNode %s (no longer in spec, owns no slots)", n.Name)
 		acted = true
 	}
 	if acted {

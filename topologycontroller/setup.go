@@ -223,6 +223,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		failovers: newFailoverTries(),
 		saves:     newSaveBook(),
 	}
+	r.mover = r.newMover()
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up partitions: %w", err)

@@ -5,6 +5,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -12,14 +13,8 @@ import (
 // phases found, which the status is made of.
 type clusterState struct {
 	*round.State
-	migrating bool
-	// stalled describes the slots whose keys could not move (see stallBook); stalledNow
-	// are the slots that failed this round.
-	stalled    string
-	stalledNow map[int]bool
-	stalledBy  map[[2]*round.Member][]int // source and target → slots stalled this round
-	// balanced: the slots phase found nothing to move this round.
-	balanced bool
+	// moves is the migration phases' part of the round (package migration).
+	moves *migration.Round
 	// policyRefused says why the API server refused the cluster's NetworkPolicy ("" when
 	// it did not).
 	policyRefused string
@@ -51,7 +46,7 @@ type clusterState struct {
 }
 
 func newClusterState(st *round.State) *clusterState {
-	return &clusterState{State: st, stalledNow: map[int]bool{}, stalledBy: map[[2]*round.Member][]int{}}
+	return &clusterState{State: st, moves: migration.NewRound(st)}
 }
 
 func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }

@@ -51,9 +51,9 @@ func (st *clusterState) memberJoined(m *round.Member) metav1.Condition {
 	case m.Self.Primary():
 		return joinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.Node.Name)
 	case m.LinkUp():
-		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+short8(m.Self.PrimaryID))
+		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+round.ShortID(m.Self.PrimaryID))
 	default:
-		return joinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+short8(m.Self.PrimaryID))
+		return joinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+round.ShortID(m.Self.PrimaryID))
 	}
 }
 

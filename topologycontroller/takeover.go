@@ -28,13 +28,13 @@ func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, erro
 			st.Wait(why, 5*time.Second)
 			continue
 		}
-		r.event(st, to.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
+		r.event(st.State, to.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
 			"the primary %s of shard %d is lost for good (every node of the shard answers with another ID) and no majority of primaries is left to elect a replica: %s, in sync at replication offset %d, takes over with CLUSTER FAILOVER TAKEOVER",
-			short8(dead), to.Node.Spec.Shard, to.Node.Name, round.ReplicationOffset(to.Repl))
+			round.ShortID(dead), to.Node.Spec.Shard, to.Node.Name, round.ReplicationOffset(to.Repl))
 		if err := st.Conns.OK(ctx, to.Addr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
 			return false, fmt.Errorf("CLUSTER FAILOVER TAKEOVER on %s: %w", to.Node.Name, err)
 		}
-		st.Wait(fmt.Sprintf("%s takes over the slots of its lost primary %s", to.Node.Name, short8(dead)), time.Second)
+		st.Wait(fmt.Sprintf("%s takes over the slots of its lost primary %s", to.Node.Name, round.ShortID(dead)), time.Second)
 		return true, nil
 	}
 	return false, nil
@@ -120,5 +120,5 @@ func takeoverCandidate(st *clusterState, dead string) (*round.Member, string) {
 		return best, ""
 	}
 	return nil, fmt.Sprintf("the primary %s is lost for good and none of its replicas completed a sync with it (%v): its slots stay unavailable; no replica is promoted on data it may not have",
-		short8(dead), refused)
+		round.ShortID(dead), refused)
 }

@@ -128,3 +128,15 @@ func PodIP(n *valkeyv1.ValkeyNode) string {
 	}
 	return n.Status.Workload.PodIP
 }
+
+// Short is the requeue delay while Valkey-side work is in progress (Valkey is not a
+// Kubernetes watch source, so progress there is only seen by looking again).
+const Short = 500 * time.Millisecond
+
+// ShortID is a node ID cut to 8 characters, for messages.
+func ShortID(id string) string {
+	if len(id) > 8 {
+		return id[:8]
+	}
+	return id
+}

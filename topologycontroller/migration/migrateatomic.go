@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -55,8 +55,8 @@ func slotJobs(ctx context.Context, cs *round.Conns, addr string) ([]slotJob, err
 
 // atomicMoves tells whether the moves from src can go atomically: the mode allows it and
 // the source and every target run a server that can.
-func (r *Reconciler) atomicMoves(st *clusterState, src *round.Member, moves []planner.Move) bool {
-	if r.Options.MigrationMode == MigrationKeys || !src.AtomicMigration() {
+func (mo *Mover) atomicMoves(st *Round, src *round.Member, moves []planner.Move) bool {
+	if mo.Options.KeysOnly || !src.AtomicMigration() {
 		return false
 	}
 	for _, mv := range moves {
@@ -73,7 +73,7 @@ func (r *Reconciler) atomicMoves(st *clusterState, src *round.Member, moves []pl
 // job lives on the source, so a controller restart only looks again. A job that failed is
 // reported, and its slots start again after a backoff (see stallBook). It returns the
 // slots in flight.
-func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, src *round.Member, moves []planner.Move) (int, error) {
+func (mo *Mover) migrateAtomically(ctx context.Context, st *Round, src *round.Member, moves []planner.Move) (int, error) {
 	inFlight := 0
 	for _, mv := range moves {
 		inFlight += len(mv.Slots)
@@ -101,10 +101,10 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 		}
 	}
 	if last != nil && last.state != "success" {
-		r.stallJob(st, src, moves, *last)
+		mo.stallJob(st, src, moves, *last)
 	}
 	// The slots of a failed job start again once their backoff is over.
-	if moves = r.readyMoves(st, moves); len(moves) == 0 {
+	if moves = mo.readyMoves(st, moves); len(moves) == 0 {
 		return 0, nil
 	}
 	args := []string{"CLUSTER", "MIGRATESLOTS"}
@@ -124,13 +124,13 @@ func (r *Reconciler) migrateAtomically(ctx context.Context, st *clusterState, sr
 	}
 	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(ordered))
 	if migrationStarting(st) {
-		r.event(st, src.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
+		mo.event(st, src.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots",
 			"moving %d slots from %s atomically to %s", inFlight, src.Node.Name, targetNames(st, moves))
 	}
 	return inFlight, nil
 }
 
-func targetNames(st *clusterState, moves []planner.Move) string {
+func targetNames(st *Round, moves []planner.Move) string {
 	names := make([]string, 0, len(moves))
 	for _, mv := range moves {
 		names = append(names, st.ByID[mv.To].Node.Name)

@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -21,19 +21,19 @@ type keyBatch struct {
 // moveKeys migrates every key of the slots from src to dst until GETKEYSINSLOT finds none
 // left. It returns the slots whose keys could not move, with the server's error: the
 // others go on moving.
-func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member) (map[int]string, error) {
+func (mo *Mover) moveKeys(ctx context.Context, st *Round, slots []int, src, dst *round.Member) (map[int]string, error) {
 	failed := map[int]string{}
 	pending := slots
 	for len(pending) > 0 {
-		keys, err := r.slotKeys(ctx, st, src, pending)
+		keys, err := mo.slotKeys(ctx, st, src, pending)
 		if err != nil {
 			return nil, err
 		}
-		batches, err := r.keyBatches(ctx, st, src, pending, keys)
+		batches, err := mo.keyBatches(ctx, st, src, pending, keys)
 		if err != nil {
 			return nil, err
 		}
-		if err := r.runMigrates(ctx, st, src, dst, batches, failed); err != nil {
+		if err := mo.runMigrates(ctx, st, src, dst, batches, failed); err != nil {
 			return nil, err
 		}
 		var next []int
@@ -48,8 +48,8 @@ func (r *Reconciler) moveKeys(ctx context.Context, st *clusterState, slots []int
 }
 
 // slotKeys is up to MigrationBatchSize keys of each slot on src (GETKEYSINSLOT, pipelined).
-func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *round.Member, slots []int) (map[int][]string, error) {
-	count := strconv.Itoa(r.Options.MigrationBatchSize)
+func (mo *Mover) slotKeys(ctx context.Context, st *Round, src *round.Member, slots []int) (map[int][]string, error) {
+	count := strconv.Itoa(mo.Options.BatchSize)
 	cmds := make([][]string, 0, len(slots))
 	for _, s := range slots {
 		cmds = append(cmds, []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(s), count})
@@ -71,7 +71,7 @@ func (r *Reconciler) slotKeys(ctx context.Context, st *clusterState, src *round.
 
 // keyBatches sizes the keys (MEMORY USAGE, pipelined) and cuts each slot's keys into
 // batches of at most migrateMaxBytes; a key larger than that goes alone.
-func (r *Reconciler) keyBatches(ctx context.Context, st *clusterState, src *round.Member, slots []int, keys map[int][]string) ([]keyBatch, error) {
+func (mo *Mover) keyBatches(ctx context.Context, st *Round, src *round.Member, slots []int, keys map[int][]string) ([]keyBatch, error) {
 	var cmds [][]string
 	for _, slot := range slots {
 		for _, k := range keys[slot] {

@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // slotTargets are the primaries that should own slots: the current primary of every wanted
 // shard, unless its node is being deleted. ready is false while a wanted shard has no
 // primary yet (its nodes are starting).
-func slotTargets(st *clusterState) (targets []*round.Member, ready bool) {
+func slotTargets(st *Round) (targets []*round.Member, ready bool) {
 	ready = true
 	for shard := int32(0); shard < st.Cluster.Spec.Shards; shard++ {
 		p := st.Primary[shard]
@@ -35,10 +35,10 @@ func slotTargets(st *clusterState) (targets []*round.Member, ready bool) {
 	return targets, ready
 }
 
-// balanceSlots assigns slots nobody owns and moves slots until the wanted shards' primaries
+// Balance assigns slots nobody owns and moves slots until the wanted shards' primaries
 // own 16384/shards each (within one slot): to new primaries on scale-out, off removed
 // shards on scale-in, off a node being deleted that has no replica to fail over to.
-func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, error) {
+func (mo *Mover) Balance(ctx context.Context, st *Round) (bool, error) {
 	if st.Seed == nil {
 		return false, nil
 	}
@@ -66,16 +66,16 @@ func (r *Reconciler) balanceSlots(ctx context.Context, st *clusterState) (bool, 
 	if len(moves) == 0 {
 		st.balanced = true
 		if !migrationStarting(st) {
-			r.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), planner.TotalSlots/len(targets))
+			mo.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), planner.TotalSlots/len(targets))
 		}
 		return false, nil
 	}
-	return r.applyMoves(ctx, st, moves, owned, orphan)
+	return mo.applyMoves(ctx, st, moves, owned, orphan)
 }
 
 // unreachableNode is the name of the first node of the cluster, not being deleted, whose
 // server cannot be reached; "" when every one can.
-func unreachableNode(st *clusterState) string {
+func unreachableNode(st *Round) string {
 	for _, n := range st.Nodes {
 		if n.DeletionTimestamp == nil && !st.Members[n.Name].Reachable() {
 			return n.Name
@@ -102,7 +102,7 @@ func assignsFree(moves []planner.Move, orphan map[int]string) bool {
 // slotOwners are the slots of each owner in the seed's view, and the slots of lost owners
 // (see lostOwners), which are handed out like free ones. ok is false while some other
 // owner is unreachable: slots of a node that is down cannot move.
-func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string, ok bool) {
+func slotOwners(st *Round) (owned map[string][]int, orphan map[int]string, ok bool) {
 	lost := lostOwners(st)
 	owned, orphan = map[string][]int{}, map[int]string{}
 	for id, n := range st.View {
@@ -128,7 +128,7 @@ func slotOwners(st *clusterState) (owned map[string][]int, orphan map[int]string
 // the seed's view shows them without an owner: a server knows its own slots at once, the
 // seed only after gossip. Without this, slots assigned one round ago would be assigned
 // again, and refused as busy.
-func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]string) {
+func addSelfOwned(st *Round, owned map[string][]int, orphan map[int]string) {
 	taken := map[int]bool{}
 	for _, slots := range owned {
 		for _, slot := range slots {
@@ -155,11 +155,11 @@ func addSelfOwned(st *clusterState, owned map[string][]int, orphan map[int]strin
 // applyMoves carries out the planned moves: slots without an owner are assigned, the others
 // migrated. It acts unless every slot it would migrate is backing off (see stallBook):
 // then the later phases go on (a roll may be what fixes the cause).
-func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []planner.Move, owned map[string][]int, orphan map[int]string) (bool, error) {
+func (mo *Mover) applyMoves(ctx context.Context, st *Round, moves []planner.Move, owned map[string][]int, orphan map[int]string) (bool, error) {
 	// A primary that is about to receive its first slots starts empty.
 	for _, mv := range moves {
 		if len(owned[mv.To]) == 0 {
-			if ok, err := r.flushIfHeldElsewhere(ctx, st, st.ByID[mv.To]); err != nil || !ok {
+			if ok, err := mo.Flush(ctx, st.State, st.ByID[mv.To]); err != nil || !ok {
 				return true, err // not emptied: its keys may exist nowhere else (KeysNotElsewhere)
 			}
 		}
@@ -170,13 +170,13 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 			migrations = append(migrations, mv)
 			continue
 		}
-		if err := r.assignSlots(ctx, st, mv, orphan); err != nil {
+		if err := mo.assignSlots(ctx, st, mv, orphan); err != nil {
 			return true, err
 		}
 	}
 	// Slots are moving while any move is planned, even in a round that fails.
 	st.migrating = len(migrations) > 0
-	moved, atomic, err := r.migrate(ctx, st, migrations)
+	moved, atomic, err := mo.migrate(ctx, st, migrations)
 	if atomic > 0 {
 		st.Wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
 	}
@@ -194,7 +194,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 		return false, nil
 	}
 	if moved == 0 && atomic == 0 {
-		st.Wait("assigning slots", short)
+		st.Wait("assigning slots", round.Short)
 	}
 	return true, err
 }
@@ -203,7 +203,7 @@ func (r *Reconciler) applyMoves(ctx context.Context, st *clusterState, moves []p
 // the servers can (see atomicMoves), else key by key up to MigrationSlotsPerReconcile
 // slots per round. It returns the slots moved key by key and the slots in flight
 // atomically.
-func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []planner.Move) (moved, atomic int, err error) {
+func (mo *Mover) migrate(ctx context.Context, st *Round, moves []planner.Move) (moved, atomic int, err error) {
 	var sources []string
 	bySource := map[string][]planner.Move{}
 	for _, mv := range moves {
@@ -214,8 +214,8 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []plan
 	}
 	for _, id := range sources {
 		src := st.ByID[id]
-		if r.atomicMoves(st, src, bySource[id]) {
-			n, err := r.migrateAtomically(ctx, st, src, bySource[id])
+		if mo.atomicMoves(st, src, bySource[id]) {
+			n, err := mo.migrateAtomically(ctx, st, src, bySource[id])
 			atomic += n
 			if err != nil {
 				return moved, atomic, err
@@ -223,7 +223,7 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []plan
 			continue
 		}
 		for _, mv := range bySource[id] {
-			n, err := r.migrateMove(ctx, st, mv, r.Options.MigrationSlotsPerReconcile-moved)
+			n, err := mo.migrateMove(ctx, st, mv, mo.Options.SlotsPerReconcile-moved)
 			moved += n
 			if err != nil {
 				return moved, atomic, err
@@ -235,7 +235,7 @@ func (r *Reconciler) migrate(ctx context.Context, st *clusterState, moves []plan
 
 // assignSlots gives a move's slots without an owner to its target: free slots by
 // ADDSLOTSRANGE, slots of a lost owner by claimSlots.
-func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv planner.Move, orphan map[int]string) error {
+func (mo *Mover) assignSlots(ctx context.Context, st *Round, mv planner.Move, orphan map[int]string) error {
 	dst := st.ByID[mv.To]
 	var free, claimed []int
 	for _, slot := range mv.Slots {
@@ -246,10 +246,10 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv plann
 		}
 	}
 	if len(claimed) > 0 {
-		if err := r.claimSlots(ctx, st, claimed, dst); err != nil {
+		if err := mo.claimSlots(ctx, st, claimed, dst); err != nil {
 			return err
 		}
-		r.event(st, dst.Node, corev1.EventTypeWarning, valkeyv1.EventSlotsReassigned, "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.Node.Name)
+		mo.event(st, dst.Node, corev1.EventTypeWarning, valkeyv1.EventSlotsReassigned, "ClusterSetSlot", "%d slots of a lost node (no replica, no ValkeyNode reports its ID) given to %s: their keys are lost", len(claimed), dst.Node.Name)
 	}
 	if len(free) == 0 {
 		return nil
@@ -261,26 +261,26 @@ func (r *Reconciler) assignSlots(ctx context.Context, st *clusterState, mv plann
 	if err := st.Conns.OK(ctx, dst.Addr, args...); err != nil {
 		return err
 	}
-	r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.Node.Name)
+	mo.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.Node.Name)
 	return nil
 }
 
 // migrateMove migrates up to budget of a move's slots key by key, slotsPerBatch at a time,
 // and returns how many it moved.
-func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv planner.Move, budget int) (int, error) {
+func (mo *Mover) migrateMove(ctx context.Context, st *Round, mv planner.Move, budget int) (int, error) {
 	src, dst := st.ByID[mv.From], st.ByID[mv.To]
 	if migrationStarting(st) && budget > 0 {
 		// Once per migration (the cluster's Progressing says whether one is under way),
 		// not once per round.
-		r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.Node.Name, dst.Node.Name)
+		mo.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "moving %d slots from %s to %s", len(mv.Slots), src.Node.Name, dst.Node.Name)
 	}
 	// Slots whose keys could not move wait for their next try (see stallBook) and take
 	// nothing of the budget.
-	slots := r.readySlots(st, mv.Slots)
+	slots := mo.readySlots(st, mv.Slots)
 	moved := 0
 	for start := 0; start < len(slots) && moved < budget; start += slotsPerBatch {
 		batch := slots[start:min(len(slots), start+slotsPerBatch, start+budget-moved)]
-		n, err := r.migrateSlots(ctx, st, batch, src, dst)
+		n, err := mo.migrateSlots(ctx, st, batch, src, dst)
 		moved += n
 		if err != nil {
 			return moved, fmt.Errorf("migrate %d slots from %s to %s: %w", len(batch), src.Node.Name, dst.Node.Name, err)
@@ -291,7 +291,7 @@ func (r *Reconciler) migrateMove(ctx context.Context, st *clusterState, mv plann
 
 // migrationStarting tells whether the ValkeyCluster's status does not report a migration
 // under way yet.
-func migrationStarting(st *clusterState) bool {
+func migrationStarting(st *Round) bool {
 	c := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionProgressing)
 	return c == nil || c.Status != metav1.ConditionTrue ||
 		(c.Reason != valkeyv1.ReasonMigratingSlots && c.Reason != valkeyv1.ReasonMigrationStalled)
@@ -301,7 +301,7 @@ func migrationStarting(st *clusterState) bool {
 // stands for their ID any more (the node came back with an empty /data and a new ID), they
 // are failed, and no live replica follows them (Valkey would promote it). Their keys are
 // lost; their slots are given to the primaries that need slots.
-func lostOwners(st *clusterState) map[string]bool {
+func lostOwners(st *Round) map[string]bool {
 	reported := st.ReportedIDs()
 	liveFollower := liveFollowers(st)
 	out := map[string]bool{}
@@ -315,7 +315,7 @@ func lostOwners(st *clusterState) map[string]bool {
 
 // liveFollowers are the IDs some replica in the seed's view follows and that replica is
 // not failed.
-func liveFollowers(st *clusterState) map[string]bool {
+func liveFollowers(st *Round) map[string]bool {
 	out := map[string]bool{}
 	for _, n := range st.View {
 		if n.PrimaryID != "" && !n.Failed() && !n.Flags["fail?"] {
@@ -327,7 +327,7 @@ func liveFollowers(st *clusterState) map[string]bool {
 
 // claimSlots gives slots owned by a lost node to dst: dst bumps its config epoch so that
 // its claim wins over the lost owner's, then every member is told the new owner.
-func (r *Reconciler) claimSlots(ctx context.Context, st *clusterState, slots []int, dst *round.Member) error {
+func (mo *Mover) claimSlots(ctx context.Context, st *Round, slots []int, dst *round.Member) error {
 	if err := st.Conns.OK(ctx, dst.Addr, "CLUSTER", "BUMPEPOCH"); err != nil {
 		return err
 	}

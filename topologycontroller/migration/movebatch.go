@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -42,7 +42,7 @@ var errBatchChanged = errors.New("a key of the batch changed while it moved")
 // holds on its connection). A batch the servers refuse marks its slot failed (its later
 // batches are not sent this round); a batch whose keys changed is moved again by the next
 // pass of moveKeys; an error reaching src fails the whole round.
-func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst *round.Member, batches []keyBatch, failed map[int]string) error {
+func (mo *Mover) runMigrates(ctx context.Context, st *Round, src, dst *round.Member, batches []keyBatch, failed map[int]string) error {
 	host, port, err := net.SplitHostPort(dst.Addr)
 	if err != nil {
 		return err
@@ -53,7 +53,7 @@ func (r *Reconciler) runMigrates(ctx context.Context, st *clusterState, src, dst
 			if failed[b.slot] != "" {
 				continue
 			}
-			err := r.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.Conns.MigrateAuth(dst.Addr), b, r.Options.CommandTimeout), b)
+			err := mo.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.Conns.MigrateAuth(dst.Addr), b, mo.Options.CommandTimeout), b)
 			var refused *batchRefused
 			switch {
 			case err == nil:
@@ -77,7 +77,7 @@ func (e *batchRefused) Error() string { return e.why }
 
 // moveBatch runs the three steps above for one batch on the dedicated connection c to the
 // source.
-func (r *Reconciler) moveBatch(ctx context.Context, c valkey.DedicatedClient, st *clusterState, dst *round.Member, replicas []*round.Member, migrate []string, b keyBatch) error {
+func (mo *Mover) moveBatch(ctx context.Context, c valkey.DedicatedClient, st *Round, dst *round.Member, replicas []*round.Member, migrate []string, b keyBatch) error {
 	res := c.DoMulti(ctx,
 		c.B().Arbitrary("WATCH").Keys(b.keys...).Build(),
 		c.B().Arbitrary(migrate...).Build())
@@ -86,7 +86,7 @@ func (r *Reconciler) moveBatch(ctx context.Context, c valkey.DedicatedClient, st
 		c.Do(ctx, c.B().Arbitrary("UNWATCH").Build())
 		return err
 	}
-	if err := r.replicaHas(ctx, st, dst, replicas); err != nil {
+	if err := mo.replicaHas(ctx, st, dst, replicas); err != nil {
 		c.Do(ctx, c.B().Arbitrary("UNWATCH").Build())
 		return err
 	}
@@ -129,7 +129,7 @@ func batchError(errs ...error) error {
 // replicaHas waits until one of replicas has processed dst's replication stream up to the
 // offset dst reports now (the batch's keys are within it), for at most the command timeout.
 // Without replicas there is nothing to wait for.
-func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *round.Member, replicas []*round.Member) error {
+func (mo *Mover) replicaHas(ctx context.Context, st *Round, dst *round.Member, replicas []*round.Member) error {
 	if len(replicas) == 0 {
 		return nil
 	}
@@ -138,7 +138,7 @@ func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *roun
 		return err
 	}
 	want := round.ReplicationOffset(clusternodes.ParseInfo(info))
-	deadline := time.Now().Add(r.Options.CommandTimeout)
+	deadline := time.Now().Add(mo.Options.CommandTimeout)
 	for {
 		for _, m := range replicas {
 			if info, err := st.Conns.Str(ctx, m.Addr, "INFO", "replication"); err == nil && round.ReplicationOffset(clusternodes.ParseInfo(info)) >= want {
@@ -146,7 +146,7 @@ func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *roun
 			}
 		}
 		if time.Now().After(deadline) {
-			return &batchRefused{why: fmt.Sprintf("no replica of %s reached its replication offset %d within %s: the keys stay on the source", dst.Node.Name, want, r.Options.CommandTimeout)}
+			return &batchRefused{why: fmt.Sprintf("no replica of %s reached its replication offset %d within %s: the keys stay on the source", dst.Node.Name, want, mo.Options.CommandTimeout)}
 		}
 		select {
 		case <-ctx.Done():
@@ -157,7 +157,7 @@ func (r *Reconciler) replicaHas(ctx context.Context, st *clusterState, dst *roun
 }
 
 // followersOf are the members that replicate dst with their link up.
-func followersOf(st *clusterState, dst *round.Member) []*round.Member {
+func followersOf(st *Round, dst *round.Member) []*round.Member {
 	var out []*round.Member
 	for _, m := range st.SortedMembers() {
 		if m != dst && m.Reachable() && !m.Self.Primary() && m.Self.PrimaryID == dst.ID() && m.LinkUp() {

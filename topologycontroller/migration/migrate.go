@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -34,13 +34,13 @@ const (
 // A slot is given to dst only once neither src nor the slot's owner holds keys of it; a
 // slot whose keys could not move stays open and backs off (see stallBook). It returns the
 // number of slots given to dst.
-func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member) (int, error) {
+func (mo *Mover) migrateSlots(ctx context.Context, st *Round, slots []int, src, dst *round.Member) (int, error) {
 	if st.Cluster.Spec.Replicas > 0 && len(followersOf(st, dst)) == 0 {
 		// Keys leave the source only once a replica of the target has them (movebatch.go).
 		st.Wait(fmt.Sprintf("slots wait for a replica of %s to follow it before their keys move there (a replica starting or syncing; one that stays down says why in its WorkloadReady)", dst.Node.Name), time.Second)
 		return 0, nil
 	}
-	slots = r.readySlots(st, slots)
+	slots = mo.readySlots(st, slots)
 	var owned []int
 	for _, slot := range slots {
 		// What the source said at the start of this round; a round moves each slot once.
@@ -57,7 +57,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 			return 0, err
 		}
 		var err error
-		if failed, err = r.moveKeys(ctx, st, owned, src, dst); err != nil {
+		if failed, err = mo.moveKeys(ctx, st, owned, src, dst); err != nil {
 			return 0, err
 		}
 	}
@@ -65,7 +65,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 	if err != nil {
 		return 0, err
 	}
-	r.stallSlots(st, failed, src, dst)
+	mo.stallSlots(st, failed, src, dst)
 	if len(give) == 0 {
 		return 0, nil
 	}
@@ -83,7 +83,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 		}
 		_, _ = st.Conns.Multi(ctx, m.Addr, setslot(give, "NODE", dst.ID()))
 	}
-	r.stalls.cleared(st.Cluster.UID, give)
+	mo.stalls.cleared(st.Cluster.UID, give)
 	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(len(give)))
 	return len(give), nil
 }
@@ -91,7 +91,7 @@ func (r *Reconciler) migrateSlots(ctx context.Context, st *clusterState, slots [
 // emptied are the slots that may be given to dst: not failed, and no key of them left on
 // src nor on the slot's owner in the seed's view (the source's successor after a failover).
 // The others are added to failed.
-func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *round.Member, failed map[int]string) ([]int, error) {
+func emptied(ctx context.Context, st *Round, slots []int, src, dst *round.Member, failed map[int]string) ([]int, error) {
 	ask := map[*round.Member][]int{}
 	var order []*round.Member
 	for _, slot := range slots {
@@ -129,7 +129,7 @@ func emptied(ctx context.Context, st *clusterState, slots []int, src, dst *round
 }
 
 // viewOwner is the ID of the primary that owns slot in the seed's view ("" if none).
-func viewOwner(st *clusterState, slot int) string {
+func viewOwner(st *Round, slot int) string {
 	for id, n := range st.View {
 		if n.Primary() && ownsSlot(n, slot) {
 			return id

@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"context"
@@ -24,7 +24,7 @@ type openMigration struct {
 // openMigrations lists the slots some primary reports as importing or migrating. Replicas
 // do not count: Valkey 8+ copies these states to a primary's replicas (which refuse SETSLOT)
 // and can leave a copy there after the slots have moved or the replica took over.
-func openMigrations(st *clusterState) []openMigration {
+func openMigrations(st *Round) []openMigration {
 	seen := map[int]bool{}
 	var out []openMigration
 	var primaries []*round.Member
@@ -53,7 +53,7 @@ func openMigrations(st *clusterState) []openMigration {
 	return out
 }
 
-// resumePlan is what resumeMigrations does with the open slots: finish them by source and
+// resumePlan is what Resume does with the open slots: finish them by source and
 // target, settle those whose peer is gone, wait for the others.
 type resumePlan struct {
 	order   [][2]*round.Member
@@ -62,31 +62,31 @@ type resumePlan struct {
 	waiting []string
 }
 
-// resumeMigrations finishes the slot migrations an earlier run left open, before anything
+// Resume finishes the slot migrations an earlier run left open, before anything
 // else moves: the keys of such a slot are split between two nodes until it is done. A slot
 // whose peer is gone for good is settled on the node that reports it (see settle). It acts
 // (and ends the round) only when it changed something: a slot waiting for an unreachable
 // peer, or backing off, never holds up the later phases.
-func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bool, error) {
+func (mo *Mover) Resume(ctx context.Context, st *Round) (bool, error) {
 	open := openMigrations(st)
 	if len(open) == 0 {
 		return false, nil
 	}
-	plan := r.planResume(st, open)
+	plan := mo.planResume(st, open)
 	acted := false
 	for _, p := range plan.order {
 		src, dst := p[0], p[1]
-		n, err := r.migrateSlots(ctx, st, plan.groups[p], src, dst)
+		n, err := mo.migrateSlots(ctx, st, plan.groups[p], src, dst)
 		if err != nil {
 			return true, fmt.Errorf("finish migration of slots %v: %w", plan.groups[p], err)
 		}
 		if n > 0 {
 			acted = true
-			r.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", n, src.Node.Name, dst.Node.Name)
+			mo.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventMigrating, "MigrateSlots", "finished %d interrupted slot migrations from %s to %s", n, src.Node.Name, dst.Node.Name)
 		}
 	}
 	for _, o := range plan.settle {
-		did, err := r.settle(ctx, st, o)
+		did, err := mo.settle(ctx, st, o)
 		if err != nil {
 			return true, fmt.Errorf("settle open slot %d: %w", o.slot, err)
 		}
@@ -97,7 +97,7 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 	}
 	if acted {
 		st.migrating = true
-		st.Wait(fmt.Sprintf("finishing %d interrupted slot migrations", len(open)), short)
+		st.Wait(fmt.Sprintf("finishing %d interrupted slot migrations", len(open)), round.Short)
 	}
 	return acted, nil
 }
@@ -105,11 +105,11 @@ func (r *Reconciler) resumeMigrations(ctx context.Context, st *clusterState) (bo
 // planResume decides, for each open slot, the source (the reachable primary that owns it,
 // else the node the migration came from or the primary that node follows now) and the
 // target (the node it went to, or the primary that one follows now).
-func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePlan {
+func (mo *Mover) planResume(st *Round, open []openMigration) resumePlan {
 	plan := resumePlan{groups: map[[2]*round.Member][]int{}}
 	now := time.Now()
 	for _, o := range open {
-		if r.stalls.waiting(st.Cluster.UID, o.slot, now) {
+		if mo.stalls.waiting(st.Cluster.UID, o.slot, now) {
 			continue
 		}
 		dst := successor(st, o.to)
@@ -127,7 +127,7 @@ func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePl
 		case (src == nil && goneID(st, o.from)) || (dst == nil && goneID(st, o.to)) || (src == dst && src != nil):
 			plan.settle = append(plan.settle, o)
 		default:
-			plan.waiting = append(plan.waiting, fmt.Sprintf("slot %d is open between %s and %s, one of them unreachable", o.slot, short8(o.from), short8(o.to)))
+			plan.waiting = append(plan.waiting, fmt.Sprintf("slot %d is open between %s and %s, one of them unreachable", o.slot, round.ShortID(o.from), round.ShortID(o.to)))
 		}
 	}
 	return plan
@@ -136,7 +136,7 @@ func (r *Reconciler) planResume(st *clusterState, open []openMigration) resumePl
 // successor is the member that stands for the node id in a migration: that node, or the
 // primary it follows since a failover. Valkey 8 and later point the IMPORTING state at
 // the new primary by themselves; Redis 7 leaves the old ID.
-func successor(st *clusterState, id string) *round.Member {
+func successor(st *Round, id string) *round.Member {
 	m := st.ByID[id]
 	if m != nil && !m.Self.Primary() && m.Self.PrimaryID != "" {
 		return st.ByID[m.Self.PrimaryID]
@@ -146,7 +146,7 @@ func successor(st *clusterState, id string) *round.Member {
 
 // goneID tells whether the node id is gone for good: unreachable, no ValkeyNode stands for
 // it, and no live replica follows it (Valkey would promote it).
-func goneID(st *clusterState, id string) bool {
+func goneID(st *Round, id string) bool {
 	return st.ByID[id] == nil && !st.ReportedIDs()[id] && !liveFollowers(st)[id]
 }
 
@@ -155,7 +155,7 @@ func goneID(st *clusterState, id string) bool {
 // not own, the slot is given to it. While another primary holds keys of the slot (the
 // successor of a failed-over source, not yet the owner in the seed's view), it waits: the
 // next rounds finish the migration from there.
-func (r *Reconciler) settle(ctx context.Context, st *clusterState, o openMigration) (bool, error) {
+func (mo *Mover) settle(ctx context.Context, st *Round, o openMigration) (bool, error) {
 	rep := o.reporter
 	if holder, n, err := otherHolder(ctx, st, o.slot, rep); err != nil || holder != nil {
 		if holder != nil {
@@ -172,21 +172,21 @@ func (r *Reconciler) settle(ctx context.Context, st *clusterState, o openMigrati
 		return false, err
 	}
 	if ownsSlot(rep.Self, o.slot) || viewOwner(st, o.slot) == rep.ID() || counts[o.slot] == 0 {
-		r.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
-			"slot %d was left open between %s and %s, which is gone: made stable on %s", o.slot, short8(o.from), short8(o.to), rep.Node.Name)
+		mo.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
+			"slot %d was left open between %s and %s, which is gone: made stable on %s", o.slot, round.ShortID(o.from), round.ShortID(o.to), rep.Node.Name)
 		return true, nil
 	}
 	if err := giveSlot(ctx, st, o.slot, rep); err != nil {
 		return false, err
 	}
-	r.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
-		"slot %d was left open between %s and %s, which is gone: given to %s, which holds its %d keys", o.slot, short8(o.from), short8(o.to), rep.Node.Name, counts[o.slot])
+	mo.event(st, rep.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationSettled, "ClusterSetSlot",
+		"slot %d was left open between %s and %s, which is gone: given to %s, which holds its %d keys", o.slot, round.ShortID(o.from), round.ShortID(o.to), rep.Node.Name, counts[o.slot])
 	return true, nil
 }
 
 // otherHolder is a reachable primary other than m that holds keys of slot, with their
 // number.
-func otherHolder(ctx context.Context, st *clusterState, slot int, m *round.Member) (*round.Member, int64, error) {
+func otherHolder(ctx context.Context, st *Round, slot int, m *round.Member) (*round.Member, int64, error) {
 	for _, o := range st.SortedMembers() {
 		if o == m || !o.Self.Primary() || !st.InCluster(o) {
 			continue
@@ -204,7 +204,7 @@ func otherHolder(ctx context.Context, st *clusterState, slot int, m *round.Membe
 
 // giveSlot makes m the owner of slot: m bumps its config epoch so that its claim wins over
 // the gone owner's, takes the slot, and the other primaries are told.
-func giveSlot(ctx context.Context, st *clusterState, slot int, m *round.Member) error {
+func giveSlot(ctx context.Context, st *Round, slot int, m *round.Member) error {
 	if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "BUMPEPOCH"); err != nil {
 		return err
 	}

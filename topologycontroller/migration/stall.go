@@ -1,4 +1,4 @@
-package topologycontroller
+package migration
 
 import (
 	"fmt"
@@ -66,7 +66,7 @@ func (b *stallBook) failedJob(uid types.UID, slot int, job, why string, now time
 	}
 	s.tries++
 	s.why, s.job = why, job
-	d = doubling(stallFirstRetry, stallMaxRetry, s.tries)
+	d = round.Doubling(stallFirstRetry, stallMaxRetry, s.tries)
 	s.next = now.Add(d)
 	return d, true
 }
@@ -144,53 +144,53 @@ func (b *stallBook) summary(uid types.UID, now time.Time) (string, time.Duration
 	return msg, next
 }
 
-// stallSlots records slots whose keys could not move from src to dst; noteStalls reports
+// stallSlots records slots whose keys could not move from src to dst; NoteStalls reports
 // them in one Warning event per source and target.
-func (r *Reconciler) stallSlots(st *clusterState, failed map[int]string, src, dst *round.Member) {
+func (mo *Mover) stallSlots(st *Round, failed map[int]string, src, dst *round.Member) {
 	now := time.Now()
 	p := [2]*round.Member{src, dst}
 	for slot, why := range failed {
-		r.stalls.failed(st.Cluster.UID, slot, why, now)
+		mo.stalls.failed(st.Cluster.UID, slot, why, now)
 		st.stalledNow[slot] = true
 		st.stalledBy[p] = append(st.stalledBy[p], slot)
 	}
 }
 
 // stallEvents sends one Warning event per source and target whose slots stalled this round.
-func (r *Reconciler) stallEvents(st *clusterState, why func(slot int) string) {
+func (mo *Mover) stallEvents(st *Round, why func(slot int) string) {
 	for p, slots := range st.stalledBy {
 		sort.Ints(slots)
-		r.event(st, p[1].Node, corev1.EventTypeWarning, valkeyv1.EventMigrationStalled, "MigrateSlots",
+		mo.event(st, p[1].Node, corev1.EventTypeWarning, valkeyv1.EventMigrationStalled, "MigrateSlots",
 			"keys of %d slots (first slot %d) could not move from %s to %s: %s; trying again with backoff",
 			len(slots), slots[0], p[0].Node.Name, p[1].Node.Name, why(slots[0]))
 	}
 }
 
 // readySlots are the slots that are not backing off.
-func (r *Reconciler) readySlots(st *clusterState, slots []int) []int {
+func (mo *Mover) readySlots(st *Round, slots []int) []int {
 	now := time.Now()
 	out := make([]int, 0, len(slots))
 	for _, slot := range slots {
-		if !r.stalls.waiting(st.Cluster.UID, slot, now) {
+		if !mo.stalls.waiting(st.Cluster.UID, slot, now) {
 			out = append(out, slot)
 		}
 	}
 	return out
 }
 
-// noteStalls forgets the stalled slots that are settled (key by key: no longer open and not
+// NoteStalls forgets the stalled slots that are settled (key by key: no longer open and not
 // stalled this round; atomic: the slots are balanced), and reports the others on the
 // round's state (the cluster's Progressing condition).
-func (r *Reconciler) noteStalls(st *clusterState) {
+func (mo *Mover) NoteStalls(st *Round) {
 	open := map[int]bool{}
 	for _, o := range openMigrations(st) {
 		open[o.slot] = true
 	}
-	r.stalls.keepOnly(st.Cluster.UID, func(slot int, s *stall) bool {
+	mo.stalls.keepOnly(st.Cluster.UID, func(slot int, s *stall) bool {
 		return open[slot] || st.stalledNow[slot] || (s.job != "" && !st.balanced)
 	})
-	r.stallEvents(st, func(slot int) string { return r.stalls.why(st.Cluster.UID, slot) })
-	msg, next := r.stalls.summary(st.Cluster.UID, time.Now())
+	mo.stallEvents(st, func(slot int) string { return mo.stalls.why(st.Cluster.UID, slot) })
+	msg, next := mo.stalls.summary(st.Cluster.UID, time.Now())
 	if msg == "" {
 		return
 	}
@@ -202,29 +202,29 @@ func (r *Reconciler) noteStalls(st *clusterState) {
 
 // stallJob records the slots of moves that the failed atomic job took, once per job, with
 // a Warning event.
-func (r *Reconciler) stallJob(st *clusterState, src *round.Member, moves []planner.Move, job slotJob) {
+func (mo *Mover) stallJob(st *Round, src *round.Member, moves []planner.Move, job slotJob) {
 	now := time.Now()
-	why := fmt.Sprintf("atomic migration %s %s (%s)", short8(job.name), job.state, job.message)
+	why := fmt.Sprintf("atomic migration %s %s (%s)", round.ShortID(job.name), job.state, job.message)
 	var retry time.Duration
 	fresh := false
 	for _, mv := range moves {
 		for _, slot := range mv.Slots {
-			d, isNew := r.stalls.failedJob(st.Cluster.UID, slot, job.name, why, now)
+			d, isNew := mo.stalls.failedJob(st.Cluster.UID, slot, job.name, why, now)
 			retry, fresh = max(retry, d), fresh || isNew
 			st.stalledNow[slot] = true
 		}
 	}
 	if fresh {
-		r.event(st, src.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
-			"atomic migration %s of slots %s from %s %s (%s); trying again in about %s", short8(job.name), job.ranges, src.Node.Name, job.state, job.message, retry.Round(time.Second))
+		mo.event(st, src.Node, corev1.EventTypeWarning, valkeyv1.EventMigrationFailed, "MigrateSlots",
+			"atomic migration %s of slots %s from %s %s (%s); trying again in about %s", round.ShortID(job.name), job.ranges, src.Node.Name, job.state, job.message, retry.Round(time.Second))
 	}
 }
 
 // readyMoves keeps the slots of moves that are not backing off.
-func (r *Reconciler) readyMoves(st *clusterState, moves []planner.Move) []planner.Move {
+func (mo *Mover) readyMoves(st *Round, moves []planner.Move) []planner.Move {
 	var out []planner.Move
 	for _, mv := range moves {
-		if slots := r.readySlots(st, mv.Slots); len(slots) > 0 {
+		if slots := mo.readySlots(st, mv.Slots); len(slots) > 0 {
 			out = append(out, planner.Move{From: mv.From, To: mv.To, Slots: slots})
 		}
 	}
