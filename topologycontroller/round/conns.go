@@ -31,12 +31,14 @@ type Conns struct {
 	fellBack map[string]bool
 }
 
-// Credentials: the operator's own user and its password, and the default user's password
+// Credentials are the operator's own user and its password, and the default user's password
 // for servers that do not know that user yet ("" for none).
 type Credentials struct {
 	User, Password, DefaultPassword string
 }
 
+// NewConns is an empty set of clients that dials as creds, within dialTimeout, and gives
+// each command cmdTimeout.
 func NewConns(creds Credentials, dialTimeout, cmdTimeout time.Duration) *Conns {
 	return &Conns{creds: creds, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout,
 		clients: map[string]valkey.Client{}, fellBack: map[string]bool{}}

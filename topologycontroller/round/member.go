@@ -27,13 +27,18 @@ type Member struct {
 	Seen   int                 // the last viewScan round that saw this member well
 }
 
+// Reachable tells whether m's server answered this round.
 func (m *Member) Reachable() bool { return m != nil && m.Self != nil }
+
+// ID is m's node ID as its server reports it ("" when it did not answer).
 func (m *Member) ID() string {
 	if m.Self == nil {
 		return ""
 	}
 	return m.Self.ID
 }
+
+// Deleting tells whether m's ValkeyNode is being deleted.
 func (m *Member) Deleting() bool { return !m.Node.DeletionTimestamp.IsZero() }
 
 // Note records that m does not see the member with the given ID well: it sees it at addr,
