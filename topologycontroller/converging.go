@@ -25,7 +25,7 @@ const (
 )
 
 // convergeBook counts, per ValkeyCluster, the rounds in a row that found Valkey still
-// converging; a converged round forgets the cluster. Like stallBook it is kept in memory
+// converging; a converged round forgets the cluster. Like the stalled slots of package migration it is kept in memory
 // only: a restart starts again at convergeFirst.
 type convergeBook struct {
 	mu     sync.Mutex

@@ -5,19 +5,20 @@ import (
 	"fmt"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/round"
 )
 
 // drain empties the nodes being deleted: a primary with a synced replica is failed over;
-// one without keeps its slots until balanceSlots has moved them to the other primaries
+// one without keeps its slots until the slots phase (migration.Mover.Balance) has moved them to the other primaries
 // (it is no slot target any more).
 func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) {
 	for _, m := range st.SortedMembers() {
 		if !m.Deleting() || !m.Self.Primary() || m.Self.SlotCount() == 0 {
 			continue
 		}
-		if len(syncedReplicas(st, m)) > 0 || r.failovers.get(failoverKey{st.Cluster.UID, m.Node.Name}).running() {
-			r.failover(ctx, st, m, "node deleted")
+		if len(failover.SyncedReplicas(st.State, m)) > 0 || r.failovers.Running(st.Cluster.UID, m.Node.Name) {
+			r.failovers.Start(ctx, st.State, m, "node deleted")
 			return true, nil
 		}
 	}

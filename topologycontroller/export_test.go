@@ -17,9 +17,8 @@ func CommandsSent() int64 { return round.CommandsSent.Load() }
 func NewReconciler(c client.Client, rec recorder.EventRecorder, opts Options) *Reconciler {
 	r := &Reconciler{
 		Client: c, APIReader: c, Recorder: rec, Options: opts.withDefaults(),
-		Status:    status.NewApplier(c, valkeyv1.FieldManagerTopology),
-		failovers: newFailoverTries(),
+		Status: status.NewApplier(c, valkeyv1.FieldManagerTopology),
 	}
-	r.mover = r.newMover()
+	r.mover, r.failovers = r.newMover(), r.newFailovers()
 	return r
 }

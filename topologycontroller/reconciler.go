@@ -16,6 +16,7 @@ import (
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
+	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -36,7 +37,7 @@ type Reconciler struct {
 	// converging counts the rounds in a row that found Valkey still converging.
 	converging convergeBook
 	// failovers are the failovers under way or backing off (see failover).
-	failovers *failoverTries
+	failovers *failover.Failovers
 	// aclForms are the forms servers list users in (see applyUsers).
 	aclForms aclForms
 	// saves are the BGSAVEs of backups under way (see backupsave.go).
@@ -124,7 +125,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 		return ctrl.Result{}, err
 	}
 	computeJoined(st)
-	r.settleFailovers(st)
+	r.failovers.Settle(st.State)
 	if err := r.converge(ctx, st); err != nil && ctx.Err() == nil {
 		log.FromContext(ctx).Info("topology step failed; retrying", "error", err.Error())
 		st.Progress = append(st.Progress, "retrying: "+err.Error())
@@ -202,7 +203,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"meet", r.meet},
 		{"resume migrations", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Resume(ctx, st.moves) }},
 		{"hold for restore", r.holdForRestore},
-		{"take over", r.takeOver},
+		{"take over", func(ctx context.Context, st *clusterState) (bool, error) { return r.failovers.TakeOver(ctx, st.State) }},
 		{"replicate", r.replicate},
 		{"forget", r.forget},
 		{"drain", r.drain},
@@ -255,4 +256,11 @@ func (r *Reconciler) newMover() *migration.Mover {
 		},
 		Event: r.event, Flush: r.flushIfHeldElsewhere,
 	}
+}
+
+// newFailovers is the Reconciler's failovers (package failover), with its flags and events.
+func (r *Reconciler) newFailovers() *failover.Failovers {
+	return failover.New(failover.Options{
+		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
+	}, r.event)
 }

@@ -11,6 +11,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/planner"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -234,7 +235,7 @@ func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg s
 		return valkeyv1.ReasonFailedOver, "pod not ready; failed over to a replica: safe to restart"
 	case line == nil || !line.Primary() || line.SlotCount() == 0:
 		return valkeyv1.ReasonApproved, "pod not ready and not a primary that owns slots: it serves nothing"
-	case line.Failed() && len(syncedReplicas(st, st.RollMember(n))) == 0:
+	case line.Failed() && len(failover.SyncedReplicas(st.State, st.RollMember(n))) == 0:
 		return valkeyv1.ReasonApprovedNoReplica, fmt.Sprintf("pod not ready; the cluster flags it failed and no replica in sync can take over: its %d slots are unavailable until it is back", line.SlotCount())
 	}
 	return "", ""
@@ -320,8 +321,7 @@ func requestsSettling(st *clusterState, now time.Time) time.Duration {
 // up-to-date replica took over, which failover starts and a later round sees done.
 func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, primary bool) error {
 	m := st.RollMember(n)
-	key := failoverKey{cluster: st.Cluster.UID, node: n.Name}
-	t := r.failovers.get(key)
+	running := r.failovers.Running(st.Cluster.UID, n.Name)
 	switch {
 	case !primary && failingOver(n):
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
@@ -329,19 +329,19 @@ func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1
 	case !primary:
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
 		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
-	case len(syncedReplicas(st, m)) == 0 && !t.running():
+	case len(failover.SyncedReplicas(st.State, m)) == 0 && !running:
 		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
 		r.event(st.State, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
 	default:
-		if stalled, _ := r.failoverStalled(st, n.Name); !t.running() && !stalled {
+		if stalled, _ := r.failovers.Stalled(st.State, n.Name); !running && !stalled {
 			// Tell the world first, then start the failover; a later round approves.
 			if err := r.applyRollOnly(ctx, st, n, rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
 				return err
 			}
 		}
-		r.failover(ctx, st, m, "roll")
+		r.failovers.Start(ctx, st.State, m, "roll")
 		st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
-		if stalled, why := r.failoverStalled(st, n.Name); stalled {
+		if stalled, why := r.failovers.Stalled(st.State, n.Name); stalled {
 			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailoverBackoff, why)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -32,11 +33,11 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 		n := extra[i]
 		removedShard := n.Spec.Shard >= st.Cluster.Spec.Shards
 		if m := st.Members[n.Name]; m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 {
-			if removedShard || len(syncedReplicas(st, m)) == 0 {
-				continue // balanceSlots moves a removed shard's slots away first
+			if removedShard || len(failover.SyncedReplicas(st.State, m)) == 0 {
+				continue // the slots phase moves a removed shard's slots away first
 			}
 			// An extra replica index that is its shard's primary now: fail over first.
-			r.failover(ctx, st, m, "scale-in of replicas")
+			r.failovers.Start(ctx, st.State, m, "scale-in of replicas")
 			return true, nil
 		}
 		if removedShard && !isReplica(st, n) && shardSize[n.Spec.Shard] > 1 {

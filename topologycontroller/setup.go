@@ -8,12 +8,18 @@
 // Everything is read again each round from the API server and from Valkey, except six
 // in-memory records, each owned by the concern that keeps it and each only a hint that a
 // restarted controller rebuilds or does without: the backoff of slots whose keys could not
-// move (stallBook), the rounds in a row a cluster was still converging (convergeBook), the
-// failovers under way or backing off (failoverTries), the form each server lists its users
-// in (aclForms), the BGSAVEs of backups under way (saveBook) and the live config each server
-// was given (liveBook).
+// move (package migration), the rounds in a row a cluster was still converging
+// (convergeBook), the failovers under way or backing off (package failover), the form each
+// server lists its users in (aclForms), the BGSAVEs of backups under way (saveBook) and the
+// live config each server was given (liveBook).
 //
-// The pure planners (which slots move where, the roll order) are in the planner package.
+// The concerns that stand on their own are packages beside it: round (what one reconcile
+// observes, the connections to the servers), migration (slot moves), failover (failovers and
+// takeovers), exposure (Services, NetworkPolicy, PodDisruptionBudgets), certs (generated
+// TLS), schedule (backup schedules) and
+// planner (the pure planning: which slots move where, the roll order). This package keeps
+// setup, the phase list (reconciler.go), membership, rolls, access, backups and restores,
+// and the status.
 package topologycontroller
 
 import (
@@ -220,10 +226,9 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(Name),
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
-		failovers: newFailoverTries(),
 		saves:     newSaveBook(),
 	}
-	r.mover = r.newMover()
+	r.mover, r.failovers = r.newMover(), r.newFailovers()
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up partitions: %w", err)

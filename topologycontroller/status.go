@@ -71,7 +71,7 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 		}
 	}
 	facts := factsOf(st)
-	facts.failoversStalled = r.stalledFailovers(st)
+	facts.failoversStalled = r.failovers.AllStalled(st.State)
 	cst := summarize(facts)
 	if st.tlsReady != nil {
 		cst.Conditions = append(cst.Conditions, *st.tlsReady)

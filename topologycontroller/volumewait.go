@@ -6,6 +6,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -117,7 +118,7 @@ func (r *Reconciler) volumeWait(ctx context.Context, st *clusterState, p *valkey
 	}
 	m := st.RollMember(p)
 	o := replicaLackingVolume(st, p)
-	if o == nil || m == nil || len(syncedReplicas(st, m)) > 0 {
+	if o == nil || m == nil || len(failover.SyncedReplicas(st.State, m)) > 0 {
 		return ""
 	}
 	durable, err := restartsOnItsData(ctx, st.Conns, m.Addr)

@@ -1,4 +1,4 @@
-package topologycontroller
+package failover
 
 import (
 	"context"
@@ -13,12 +13,12 @@ import (
 	"valkey.io/operator/topologycontroller/round"
 )
 
-// takeOver gives the slots of a primary lost for good to its most up-to-date replica with
+// TakeOver gives the slots of a primary lost for good to its most up-to-date replica with
 // CLUSTER FAILOVER TAKEOVER, in a cluster where Valkey cannot elect that replica itself: an
 // election needs the votes of a majority of the slot-owning primaries, which a cluster of
 // one or two shards no longer has when one of them is lost. It acts only on proof that
 // nothing is lost (lostForGood, takeoverCandidate) and says so in an event.
-func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, error) {
+func (fo *Failovers) TakeOver(ctx context.Context, st *round.State) (bool, error) {
 	if st.Seed == nil || electable(st) {
 		return false, nil
 	}
@@ -28,7 +28,7 @@ func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, erro
 			st.Wait(why, 5*time.Second)
 			continue
 		}
-		r.event(st.State, to.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
+		fo.Event(st, to.Node, corev1.EventTypeWarning, valkeyv1.EventFailoverTakeover, "ClusterFailover",
 			"the primary %s of shard %d is lost for good (every node of the shard answers with another ID) and no majority of primaries is left to elect a replica: %s, in sync at replication offset %d, takes over with CLUSTER FAILOVER TAKEOVER",
 			round.ShortID(dead), to.Node.Spec.Shard, to.Node.Name, round.ReplicationOffset(to.Repl))
 		if err := st.Conns.OK(ctx, to.Addr, "CLUSTER", "FAILOVER", "TAKEOVER"); err != nil {
@@ -42,7 +42,7 @@ func (r *Reconciler) takeOver(ctx context.Context, st *clusterState) (bool, erro
 
 // electable tells whether a majority of the slot-owning primaries in the seed's view is
 // alive: Valkey then elects a failed primary's replica itself.
-func electable(st *clusterState) bool {
+func electable(st *round.State) bool {
 	owners, alive := 0, 0
 	for _, n := range st.View {
 		if n.Primary() && n.SlotCount() > 0 {
@@ -61,7 +61,7 @@ func electable(st *clusterState) bool {
 // on a new claim or a new Kubernetes node), so it cannot come back with newer data. A shard
 // with a node that does not answer yet may still bring it back (valkey-start then fences
 // the restarted primary itself): nothing is done.
-func lostForGood(st *clusterState) []string {
+func lostForGood(st *round.State) []string {
 	var out []string
 	for id, n := range st.View {
 		if !n.Primary() || n.SlotCount() == 0 || !(n.Failed() || n.Flags["fail?"]) || st.ByID[id] != nil {
@@ -77,7 +77,7 @@ func lostForGood(st *clusterState) []string {
 }
 
 // followedShard is the shard of the members that follow id.
-func followedShard(st *clusterState, id string) (int32, bool) {
+func followedShard(st *round.State, id string) (int32, bool) {
 	for _, m := range st.SortedMembers() {
 		if !m.Self.Primary() && m.Self.PrimaryID == id {
 			return m.Node.Spec.Shard, true
@@ -87,7 +87,7 @@ func followedShard(st *clusterState, id string) (int32, bool) {
 }
 
 // shardAnswers tells whether every ValkeyNode of the shard has a reachable server.
-func shardAnswers(st *clusterState, shard int32) bool {
+func shardAnswers(st *round.State, shard int32) bool {
 	for _, n := range st.Nodes {
 		if n.Spec.Shard == shard && !st.Members[n.Name].Reachable() {
 			return false
@@ -99,7 +99,7 @@ func shardAnswers(st *clusterState, shard int32) bool {
 // takeoverCandidate is the replica of dead with the highest replication offset among those
 // that completed a sync with it (clusternodes.InSyncReplica); nil, with why, when none did:
 // none holds the shard's data, and its slots stay unavailable.
-func takeoverCandidate(st *clusterState, dead string) (*round.Member, string) {
+func takeoverCandidate(st *round.State, dead string) (*round.Member, string) {
 	var best *round.Member
 	var bestOffset int64
 	var refused []string

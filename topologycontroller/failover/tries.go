@@ -1,4 +1,4 @@
-package topologycontroller
+package failover
 
 import (
 	"fmt"
