@@ -15,11 +15,9 @@ import (
 	"valkey.io/operator/internal/partition"
 	"valkey.io/operator/internal/requests"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/backup"
 	"valkey.io/operator/topologycontroller/schedule"
 )
-
-// backupClusterField indexes ValkeyBackups by spec.clusterName.
-const backupClusterField = "spec.clusterName"
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch;create;delete
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups/status,verbs=get;patch
@@ -30,12 +28,12 @@ const backupClusterField = "spec.clusterName"
 // backups whose cluster is missing and of schedules. Backups and schedules are routed by
 // their cluster's partition key, so one replica handles a cluster and all its backups.
 func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
-	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyBackup{}, backupClusterField, func(o client.Object) []string {
+	if err := mgr.GetFieldIndexer().IndexField(context.Background(), &valkeyv1.ValkeyBackup{}, backup.ClusterField, func(o client.Object) []string {
 		return []string{o.(*valkeyv1.ValkeyBackup).Spec.ClusterName}
 	}); err != nil {
 		return fmt.Errorf("index ValkeyBackups by cluster: %w", err)
 	}
-	br := &backupReconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
+	br := &backup.Reconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
 	bb := ctrl.NewControllerManagedBy(mgr)
 	if shards != nil {
 		bb = bb.WatchesRawSource(shards.set.Source(shards.backupsOf))
@@ -43,7 +41,7 @@ func setupBackups(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error {
 	if err := bb.
 		Named("topology-backup").
 		For(&valkeyv1.ValkeyBackup{}).
-		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(br.backupsOfCluster)).
+		Watches(&valkeyv1.ValkeyCluster{}, handler.EnqueueRequestsFromMapFunc(br.BackupsOfCluster)).
 		Complete(shards.guardByCluster(r.Options.wrap("topology-backup", br), backupKey)); err != nil {
 		return fmt.Errorf("set up ValkeyBackup controller: %w", err)
 	}

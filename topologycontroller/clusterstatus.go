@@ -167,8 +167,8 @@ func summarize(f clusterFacts) valkeyv1.ValkeyClusterStatus {
 			degraded(f),
 			slotsAssigned(f.slots),
 		},
-		Shards: count32(len(f.serving)), ReadyShards: count32(readyShards), Nodes: count32(len(f.nodes)),
-		ReadyNodes: count32(readyNodes), SlotsAssigned: count32(f.slots),
+		Shards: status.Count32(len(f.serving)), ReadyShards: status.Count32(readyShards), Nodes: status.Count32(len(f.nodes)),
+		ReadyNodes: status.Count32(readyNodes), SlotsAssigned: status.Count32(f.slots),
 		LargestVolume: f.largestVolume, GrownVolumes: f.grownVolumes, ServerVersions: f.versions,
 	}
 }

@@ -14,6 +14,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/backup"
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
 	"valkey.io/operator/topologycontroller/failover"
@@ -40,8 +41,8 @@ type Reconciler struct {
 	failovers *failover.Failovers
 	// aclForms are the forms servers list users in (see applyUsers).
 	aclForms aclForms
-	// saves are the BGSAVEs of backups under way (see backupsave.go).
-	saves *saveBook
+	// backups runs the backups (package backup); it keeps the BGSAVEs under way.
+	backups *backup.Saver
 	// live is what live config each server was given (see liveconfig.go).
 	live liveBook
 }
@@ -133,7 +134,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	r.noteRestoreAndStorage(st)
 	r.lookAgainWhileConverging(st)
-	r.runBackups(ctx, st)
+	r.backups.Run(ctx, st.backups)
 	st.recheckUsers()
 	r.mover.NoteStalls(st.moves)
 	return r.finish(ctx, st)
@@ -195,9 +196,9 @@ type phase struct {
 // converge runs the ordered phases. A phase that acted stops the round: the next reconcile
 // observes the result and goes on.
 func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
-	st.backupUnderway = r.backupUnderway(ctx, st)
-	if st.backupUnderway != "" {
-		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", st.backupUnderway), round.Short)
+	underway := r.backups.Underway(ctx, st.backups)
+	if underway != "" {
+		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", underway), round.Short)
 	}
 	phases := []phase{
 		{"meet", r.meet},
@@ -212,7 +213,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"rolls", r.approveRolls},
 	}
 	for _, p := range phases {
-		if st.backupUnderway != "" && movesSlots(p.name) {
+		if underway != "" && movesSlots(p.name) {
 			continue // noted below
 		}
 		acted, err := p.run(ctx, st)
@@ -263,4 +264,9 @@ func (r *Reconciler) newFailovers() *failover.Failovers {
 	return failover.New(failover.Options{
 		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
 	}, r.event)
+}
+
+// newBackups is the Reconciler's backups (package backup), with its flags.
+func (r *Reconciler) newBackups() *backup.Saver {
+	return backup.New(r.Client, r.Recorder, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
 }

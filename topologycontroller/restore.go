@@ -16,6 +16,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // A cluster with spec.restoreFrom starts one node per shard from the backup's snapshot of
@@ -274,7 +275,7 @@ func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav
 	if n == nil {
 		return nil
 	}
-	v := unhealthyVolume(n)
+	v := round.UnhealthyVolume(n)
 	if v == nil || (v.Reason != valkeyv1.ReasonVolumeFull && v.Reason != valkeyv1.ReasonPersistenceFailing) {
 		return nil
 	}

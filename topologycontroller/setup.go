@@ -10,7 +10,7 @@
 // restarted controller rebuilds or does without: the backoff of slots whose keys could not
 // move (package migration), the rounds in a row a cluster was still converging
 // (convergeBook), the failovers under way or backing off (package failover), the form each
-// server lists its users in (aclForms), the BGSAVEs of backups under way (saveBook) and the
+// server lists its users in (aclForms), the BGSAVEs of backups under way (package backup) and the
 // live config each server was given (liveBook).
 //
 // The concerns that stand on their own are packages beside it: round (what one reconcile
@@ -18,7 +18,7 @@
 // takeovers), exposure (Services, NetworkPolicy, PodDisruptionBudgets), certs (generated
 // TLS), schedule (backup schedules) and
 // planner (the pure planning: which slots move where, the roll order). This package keeps
-// setup, the phase list (reconciler.go), membership, rolls, access, backups and restores,
+// setup, the phase list (reconciler.go), membership, rolls, access, restores,
 // and the status.
 package topologycontroller
 
@@ -226,9 +226,8 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Recorder:  mgr.GetEventRecorder(Name),
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
-		saves:     newSaveBook(),
 	}
-	r.mover, r.failovers = r.newMover(), r.newFailovers()
+	r.mover, r.failovers, r.backups = r.newMover(), r.newFailovers(), r.newBackups()
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up partitions: %w", err)

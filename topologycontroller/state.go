@@ -4,7 +4,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/backup"
 	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -28,9 +28,8 @@ type clusterState struct {
 	tlsReady *metav1.Condition
 	// usersApplied is the cluster's UsersApplied (nil without spec.users).
 	usersApplied *metav1.Condition
-	// savedPoints are the saved points the nodes carry for the backup under way, by node
-	// name (see backups).
-	savedPoints map[string]*valkeyv1.SavedPoint
+	// backups is the backups' part of the round (package backup).
+	backups *backup.Round
 	// restore is the cluster's restore (nil without spec.restoreFrom); restoredCond its
 	// Restored decided this round.
 	restore      *restorePlan
@@ -41,12 +40,12 @@ type clusterState struct {
 	// the cluster's (nil when no server answered). See liveconfig.go.
 	config        map[string]*metav1.Condition
 	configApplied *metav1.Condition
-	// backupUnderway names the cluster's backup that holds slot moves (see backupUnderway).
-	backupUnderway string
 }
 
 func newClusterState(st *round.State) *clusterState {
-	return &clusterState{State: st, moves: migration.NewRound(st)}
+	cs := &clusterState{State: st, moves: migration.NewRound(st)}
+	cs.backups = backup.NewRound(st, func() string { return clusterBusy(cs) })
+	return cs
 }
 
 func isNotFound(err error) bool      { return apierrors.IsNotFound(err) }

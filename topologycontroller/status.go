@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -35,7 +34,7 @@ func computeJoined(st *clusterState) {
 // topologyOf is status.topology of a reachable member.
 func topologyOf(m *round.Member) *valkeyv1.TopologyStatus {
 	if m.Self.Primary() {
-		return &valkeyv1.TopologyStatus{NodeID: m.ID(), Address: m.Addr, Role: valkeyv1.RolePrimary, Slots: count32(m.Self.SlotCount()), ServerVersion: m.ServerVersion()}
+		return &valkeyv1.TopologyStatus{NodeID: m.ID(), Address: m.Addr, Role: valkeyv1.RolePrimary, Slots: status.Count32(m.Self.SlotCount()), ServerVersion: m.ServerVersion()}
 	}
 	return &valkeyv1.TopologyStatus{NodeID: m.ID(), Address: m.Addr, Role: valkeyv1.RoleReplica, PrimaryID: m.Self.PrimaryID, ServerVersion: m.ServerVersion()}
 }
@@ -118,7 +117,7 @@ func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.
 		ok, reason, msg := drainedStatus(st, n)
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, ok, reason, msg))
 	}
-	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.Out[n.Name].Topo}, st.savedPoints[n.Name])
+	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.Out[n.Name].Topo}, st.backups.SavedPoints()[n.Name])
 }
 
 // configApplied is n's ConfigApplied: as decided this round, else as it was.
@@ -150,13 +149,4 @@ func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
 		return waiting
 	}
 	return *rollCondition(false, valkeyv1.ReasonNotRequested, "no roll requested")
-}
-
-// count32 is a count (of shards, nodes, slots, ports: all far below 2^31) as the int32 the
-// API's status fields hold; it saturates rather than wraps.
-func count32(n int) int32 {
-	if n > math.MaxInt32 {
-		return math.MaxInt32
-	}
-	return int32(n) //nolint:gosec // G115: at most MaxInt32 here
 }

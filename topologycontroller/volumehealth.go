@@ -11,6 +11,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/internal/volumeusage"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // The volume controller reports each node's VolumeHealthy (a full volume, a server that
@@ -21,19 +22,10 @@ import (
 const volumeAdvice = "for an unhealthy volume: raise spec.persistence.size, enable spec.persistence.autoGrow or raise its maxSize, " +
 	"or free space; writes are refused with MISCONF while persistence fails"
 
-// unhealthyVolume is n's VolumeHealthy when it is False (nil otherwise).
-func unhealthyVolume(n *valkeyv1.ValkeyNode) *metav1.Condition {
-	c := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeHealthy)
-	if c == nil || c.Status != metav1.ConditionFalse {
-		return nil
-	}
-	return c
-}
-
 // volumeFinding describes n's unhealthy volume for Degraded: the node, VolumeHealthy's
 // reason, the usage measured and VolumeHealthy's message; "" while it is not False.
 func volumeFinding(n *valkeyv1.ValkeyNode) string {
-	c := unhealthyVolume(n)
+	c := round.UnhealthyVolume(n)
 	if c == nil {
 		return ""
 	}
@@ -79,7 +71,7 @@ func volumeFindings(nodes []nodeFact) string {
 func (r *Reconciler) noteVolumes(st *clusterState) {
 	cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionDegraded)
 	for _, n := range st.Nodes {
-		c := unhealthyVolume(n)
+		c := round.UnhealthyVolume(n)
 		if c == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}

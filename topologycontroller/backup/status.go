@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -24,8 +24,8 @@ import (
 type backupChange func(*valkeyv1.ValkeyBackupStatus, int64)
 
 // setBackup applies change to b's status and writes it when it changed.
-func (r *Reconciler) setBackup(ctx context.Context, b *valkeyv1.ValkeyBackup, change backupChange) error {
-	return patchBackup(ctx, r.Client, b, change)
+func (sv *Saver) setBackup(ctx context.Context, b *valkeyv1.ValkeyBackup, change backupChange) error {
+	return patchBackup(ctx, sv.Client, b, change)
 }
 
 func patchBackup(ctx context.Context, c client.Client, b *valkeyv1.ValkeyBackup, change backupChange) error {
@@ -79,7 +79,7 @@ func backupStarted(vc *valkeyv1.ValkeyCluster) backupChange {
 func backupShardSaved(s valkeyv1.BackupShard) backupChange {
 	return func(st *valkeyv1.ValkeyBackupStatus, gen int64) {
 		st.Shards = append(st.Shards, s)
-		if count32(len(st.Shards)) < st.ShardCount {
+		if status.Count32(len(st.Shards)) < st.ShardCount {
 			backupReady(st, gen, false, valkeyv1.ReasonSaving, fmt.Sprintf("%d of %d shards saved", len(st.Shards), st.ShardCount))
 			return
 		}
@@ -99,8 +99,8 @@ func backupCompleted(shards []valkeyv1.BackupShard) backupChange {
 
 // backupEvent records an event on the backup, related to the node it is about (nil when
 // none: a node makes the events of two shards distinct).
-func (r *Reconciler) backupEvent(b *valkeyv1.ValkeyBackup, node *valkeyv1.ValkeyNode, eventType, reason, action, msg string, args ...any) {
-	recordBackupEvent(r.Recorder, b, node, eventType, reason, action, msg, args...)
+func (sv *Saver) backupEvent(b *valkeyv1.ValkeyBackup, node *valkeyv1.ValkeyNode, eventType, reason, action, msg string, args ...any) {
+	recordBackupEvent(sv.Recorder, b, node, eventType, reason, action, msg, args...)
 }
 
 func recordBackupEvent(rec recorder.EventRecorder, b *valkeyv1.ValkeyBackup, node *valkeyv1.ValkeyNode, eventType, reason, action, msg string, args ...any) {

@@ -1,10 +1,11 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -15,15 +16,16 @@ import (
 	"valkey.io/operator/internal/requeue"
 )
 
-// backupReconciler reports the ValkeyBackups whose cluster does not exist (Pending,
+// Reconciler reports the ValkeyBackups whose cluster does not exist (Pending,
 // ClusterNotFound: they start once it is created) or went away during the backup (Failed,
 // ClusterNotFound). A backup of an existing cluster is run by the cluster's reconcile.
-type backupReconciler struct {
+type Reconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
 }
 
-func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+// Reconcile reports the backup when its cluster is missing or went away during it.
+func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	var b valkeyv1.ValkeyBackup
 	if err := r.Get(ctx, req.NamespacedName, &b); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
@@ -33,7 +35,7 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	}
 	var vc valkeyv1.ValkeyCluster
 	err := r.Get(ctx, client.ObjectKey{Namespace: b.Namespace, Name: b.Spec.ClusterName}, &vc)
-	if err != nil && !isNotFound(err) {
+	if err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	gone := err != nil || !vc.DeletionTimestamp.IsZero()
@@ -53,9 +55,9 @@ func (r *backupReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctr
 	return ctrl.Result{}, nil
 }
 
-// backupsOfCluster maps a ValkeyCluster event to its unfinished backups.
-func (r *backupReconciler) backupsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
+// BackupsOfCluster maps a ValkeyCluster event to its unfinished backups.
+func (r *Reconciler) BackupsOfCluster(ctx context.Context, o client.Object) []reconcile.Request {
 	return requests.Of(ctx, r, &valkeyv1.ValkeyBackupList{}, func(b client.Object) bool { return !b.(*valkeyv1.ValkeyBackup).Finished() },
 		"the ValkeyBackups of ValkeyCluster "+client.ObjectKeyFromObject(o).String(),
-		client.InNamespace(o.GetNamespace()), client.MatchingFields{backupClusterField: o.GetName()})
+		client.InNamespace(o.GetNamespace()), client.MatchingFields{ClusterField: o.GetName()})
 }

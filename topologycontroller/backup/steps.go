@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 // saveStep takes one step of a shard's save on m, the node chosen, and tells whether it
 // advanced (false: it waits for the server; the round looks again shortly). Nothing here
 // writes to a primary unless it is the node saved: the primary is only read (INFO).
-func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+func (sv *Saver) saveStep(ctx context.Context, st *Round, m *round.Member, ss *shardSave) (bool, error) {
 	switch ss.stage {
 	case stageCatchUp:
 		return catchUp(ctx, st, m, ss)
@@ -34,7 +34,7 @@ func (r *Reconciler) saveStep(ctx context.Context, st *clusterState, m *round.Me
 
 // catchUp waits for the replica to reach the primary's offset at the saved point; past
 // Options.BackupCatchUpTimeout the primary is saved instead.
-func catchUp(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+func catchUp(ctx context.Context, st *Round, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := st.Conns.Str(ctx, m.Addr, "INFO", "replication")
 	if err != nil {
 		return false, err
@@ -52,7 +52,7 @@ func catchUp(ctx context.Context, st *clusterState, m *round.Member, ss *shardSa
 
 // startBGSave sends BGSAVE once no save or rewrite runs on the server and its clock has
 // passed its last save's second (so LASTSAVE advances), noting the counters before it.
-func startBGSave(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+func startBGSave(ctx context.Context, st *Round, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil {
 		return false, err
@@ -71,7 +71,7 @@ func startBGSave(ctx context.Context, st *clusterState, m *round.Member, ss *sha
 
 // bgsaveDone checks that the BGSAVE sent finished well: none in progress, the saves counted
 // and LASTSAVE advanced, rdb_last_bgsave_status ok.
-func bgsaveDone(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave, aof bool) (bool, error) {
+func bgsaveDone(ctx context.Context, st *Round, m *round.Member, ss *shardSave, aof bool) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info["rdb_bgsave_in_progress"] == "1" {
 		return false, err
@@ -91,7 +91,7 @@ func bgsaveDone(ctx context.Context, st *clusterState, m *round.Member, ss *shar
 }
 
 // startRewrite sends BGREWRITEAOF once no save or rewrite runs, noting the rewrites before.
-func startRewrite(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+func startRewrite(ctx context.Context, st *Round, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info.busy() {
 		return false, err
@@ -106,7 +106,7 @@ func startRewrite(ctx context.Context, st *clusterState, m *round.Member, ss *sh
 }
 
 // rewriteDone checks that the rewrite sent finished well.
-func rewriteDone(ctx context.Context, st *clusterState, m *round.Member, ss *shardSave) (bool, error) {
+func rewriteDone(ctx context.Context, st *Round, m *round.Member, ss *shardSave) (bool, error) {
 	info, err := persistenceInfo(ctx, st, m)
 	if err != nil || info.busy() {
 		return false, err
@@ -124,7 +124,7 @@ func rewriteDone(ctx context.Context, st *clusterState, m *round.Member, ss *sha
 
 // background sends BGSAVE or BGREWRITEAOF; waiting is true when the server has one
 // running already (it is awaited, then sent again).
-func background(ctx context.Context, st *clusterState, m *round.Member, command string) (waiting bool, err error) {
+func background(ctx context.Context, st *Round, m *round.Member, command string) (waiting bool, err error) {
 	res, err := st.Conns.Do(ctx, m.Addr, command)
 	if err != nil {
 		return false, err
@@ -145,7 +145,7 @@ func background(ctx context.Context, st *clusterState, m *round.Member, command 
 // serverInfo is INFO server and persistence, by field.
 type serverInfo map[string]string
 
-func persistenceInfo(ctx context.Context, st *clusterState, m *round.Member) (serverInfo, error) {
+func persistenceInfo(ctx context.Context, st *Round, m *round.Member) (serverInfo, error) {
 	out, err := st.Conns.Str(ctx, m.Addr, "INFO", "server", "persistence")
 	if err != nil {
 		return nil, err

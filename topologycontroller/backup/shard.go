@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -34,16 +34,16 @@ func failedSave(err error) (reason, msg string, ok bool) {
 
 // saveShards advances the save of every shard not saved yet; a shard saved is recorded in
 // the backup's status at once (the node then carries its saved point).
-func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+func (sv *Saver) saveShards(ctx context.Context, st *Round, b *valkeyv1.ValkeyBackup) error {
 	for s := int32(0); s < b.Status.ShardCount; s++ {
 		if shardSaved(b, s) {
 			continue
 		}
-		done, err := r.saveShard(ctx, st, b, s)
+		done, err := sv.saveShard(ctx, st, b, s)
 		if reason, msg, failed := failedSave(err); failed {
-			r.saves.set(st.Cluster.UID, b.UID, s, nil)
-			r.backupEvent(b, nil, corev1.EventTypeWarning, reason, "Save", "shard %d: %s", s, msg)
-			return r.setBackup(ctx, b, backupFailed(reason, fmt.Sprintf("shard %d: %s", s, msg)))
+			sv.saves.set(st.Cluster.UID, b.UID, s, nil)
+			sv.backupEvent(b, nil, corev1.EventTypeWarning, reason, "Save", "shard %d: %s", s, msg)
+			return sv.setBackup(ctx, b, backupFailed(reason, fmt.Sprintf("shard %d: %s", s, msg)))
 		}
 		if err != nil {
 			return fmt.Errorf("save shard %d: %w", s, err)
@@ -51,11 +51,11 @@ func (r *Reconciler) saveShards(ctx context.Context, st *clusterState, b *valkey
 		if done == nil {
 			continue
 		}
-		if err := r.setBackup(ctx, b, backupShardSaved(*done)); err != nil {
+		if err := sv.setBackup(ctx, b, backupShardSaved(*done)); err != nil {
 			return err
 		}
-		r.saves.set(st.Cluster.UID, b.UID, s, nil)
-		r.backupEvent(b, st.Node(done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
+		sv.saves.set(st.Cluster.UID, b.UID, s, nil)
+		sv.backupEvent(b, st.Node(done.Node), corev1.EventTypeNormal, valkeyv1.EventPointSaved, "Save",
 			"shard %d saved on %s at offset %d", s, done.Node, done.Offset)
 	}
 	if b.Status.Phase == valkeyv1.BackupSaving {
@@ -76,29 +76,29 @@ func shardSaved(b *valkeyv1.ValkeyBackup, s int32) bool {
 
 // saveShard advances shard s's save as far as it goes without waiting and returns the
 // shard's entry once its point is saved (nil while it is not).
-func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup, s int32) (*valkeyv1.BackupShard, error) {
-	ss := r.saves.shard(b.UID, s)
+func (sv *Saver) saveShard(ctx context.Context, st *Round, b *valkeyv1.ValkeyBackup, s int32) (*valkeyv1.BackupShard, error) {
+	ss := sv.saves.shard(b.UID, s)
 	if ss == nil {
 		var err error
-		if ss, err = r.startSave(ctx, st, s); ss == nil || err != nil {
+		if ss, err = sv.startSave(ctx, st, s); ss == nil || err != nil {
 			return nil, err
 		}
-		r.saves.set(st.Cluster.UID, b.UID, s, ss)
+		sv.saves.set(st.Cluster.UID, b.UID, s, ss)
 	}
 	for ss.stage != stageSaved {
 		m := st.Members[ss.node]
 		if !m.Reachable() || m.Deleting() {
 			// The node chosen went away: the shard is saved again from the start.
-			r.saves.set(st.Cluster.UID, b.UID, s, nil)
+			sv.saves.set(st.Cluster.UID, b.UID, s, nil)
 			return nil, nil
 		}
-		if c := unhealthyVolume(m.Node); c != nil && (c.Reason != valkeyv1.ReasonVolumeFull || ss.stage < stageSaving) {
+		if c := round.UnhealthyVolume(m.Node); c != nil && (c.Reason != valkeyv1.ReasonVolumeFull || ss.stage < stageSaving) {
 			// A full volume fails the backup before its BGSAVE is sent; once one runs, its
 			// own temporary file may fill the volume for a while, and only a failed save
 			// (PersistenceFailing) stops it.
 			return nil, &volumeFailure{node: m.Node.Name, cond: *c}
 		}
-		advanced, err := r.saveStep(ctx, st, m, ss)
+		advanced, err := sv.saveStep(ctx, st, m, ss)
 		if err != nil || !advanced {
 			return nil, err
 		}
@@ -112,7 +112,7 @@ func (r *Reconciler) saveShard(ctx context.Context, st *clusterState, b *valkeyv
 // startSave picks the node to save shard s on (an in-sync replica, else the primary) and
 // takes the saved point: T, then the primary's replication offset read after T, so every
 // write the primary acknowledged before T is within the offset.
-func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (*shardSave, error) {
+func (sv *Saver) startSave(ctx context.Context, st *Round, s int32) (*shardSave, error) {
 	p := st.Primary[s]
 	if !p.Reachable() {
 		return nil, nil
@@ -129,7 +129,7 @@ func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (
 	}
 	ss := &shardSave{node: p.Node.Name, primary: p.Node.Name, at: at, offset: offset, stage: stageBGSave}
 	if chosen != nil {
-		ss.node, ss.stage, ss.deadline = chosen.Node.Name, stageCatchUp, at.Add(r.Options.BackupCatchUpTimeout)
+		ss.node, ss.stage, ss.deadline = chosen.Node.Name, stageCatchUp, at.Add(sv.Options.CatchUpTimeout)
 	}
 	return ss, nil
 }
@@ -137,10 +137,10 @@ func (r *Reconciler) startSave(ctx context.Context, st *clusterState, s int32) (
 // inSyncReplica is the replica of shard s to save on: following p with its link up, its
 // volume not reported unhealthy, the furthest along (then the lowest replica index); nil
 // when there is none.
-func inSyncReplica(st *clusterState, s int32, p *round.Member) *round.Member {
+func inSyncReplica(st *Round, s int32, p *round.Member) *round.Member {
 	var best *round.Member
 	for _, m := range st.SortedMembers() {
-		if m.Node.Spec.Shard != s || m == p || m.Deleting() || m.Self.Primary() || m.Self.PrimaryID != p.ID() || !m.LinkUp() || unhealthyVolume(m.Node) != nil {
+		if m.Node.Spec.Shard != s || m == p || m.Deleting() || m.Self.Primary() || m.Self.PrimaryID != p.ID() || !m.LinkUp() || round.UnhealthyVolume(m.Node) != nil {
 			continue
 		}
 		if best == nil || round.ReplicationOffset(m.Repl) > round.ReplicationOffset(best.Repl) {

@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -15,21 +15,21 @@ import (
 
 // checkSnapshots reads SnapshotReady (the volume controller's) on every node saved: one
 // failed or unsupported fails the backup; all ready complete it.
-func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+func (sv *Saver) checkSnapshots(ctx context.Context, st *Round, b *valkeyv1.ValkeyBackup) error {
 	shards := make([]valkeyv1.BackupShard, 0, len(b.Status.Shards))
 	for _, e := range b.Status.Shards {
 		n := st.Node(e.Node)
 		if n == nil {
 			msg := fmt.Sprintf("shard %d: node %s, saved for this backup, was deleted before its snapshot was reported ready to use; take the backup again", e.Shard, e.Node)
-			r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotFailed, "Snapshot", "%s", msg)
-			return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotFailed, msg))
+			sv.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotFailed, "Snapshot", "%s", msg)
+			return sv.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotFailed, msg))
 		}
 		snap := nodeSnapshot(n, b.Name)
 		c := status.Get(n.Status.Conditions, valkeyv1.ConditionSnapshotReady)
 		if snapshotFailed(n, c, b.Name, e.SavedAt) {
 			msg := fmt.Sprintf("shard %d, node %s: %s", e.Shard, n.Name, c.Message)
-			r.backupEvent(b, n, corev1.EventTypeWarning, c.Reason, "Snapshot", "%s", msg)
-			return r.setBackup(ctx, b, backupFailed(c.Reason, msg))
+			sv.backupEvent(b, n, corev1.EventTypeWarning, c.Reason, "Snapshot", "%s", msg)
+			return sv.setBackup(ctx, b, backupFailed(c.Reason, msg))
 		}
 		if c == nil || c.Status != metav1.ConditionTrue || snap == nil || !snap.ReadyToUse {
 			continue
@@ -37,21 +37,21 @@ func (r *Reconciler) checkSnapshots(ctx context.Context, st *clusterState, b *va
 		e.SnapshotName, e.Size = snap.Name, snap.RestoreSize
 		shards = append(shards, e)
 	}
-	if b.Status.Phase != valkeyv1.BackupSnapshotting || count32(len(shards)) != b.Status.ShardCount {
+	if b.Status.Phase != valkeyv1.BackupSnapshotting || status.Count32(len(shards)) != b.Status.ShardCount {
 		return nil
 	}
-	if err := r.setBackup(ctx, b, backupCompleted(shards)); err != nil {
+	if err := sv.setBackup(ctx, b, backupCompleted(shards)); err != nil {
 		return err
 	}
-	r.backupEvent(b, nil, corev1.EventTypeNormal, valkeyv1.EventBackupCompleted, "Snapshot", "%d shards snapshotted", len(shards))
+	sv.backupEvent(b, nil, corev1.EventTypeNormal, valkeyv1.EventBackupCompleted, "Snapshot", "%d shards snapshotted", len(shards))
 	return nil
 }
 
 // checkCut fails a Snapshotting backup whose snapshots are not all cut within
 // BackupCutTimeout of its last saved point: it holds slot moves until they are (see
-// backupUnderway), so a snapshot controller or CSI driver that never cuts one would stop
+// Underway), so a snapshot controller or CSI driver that never cuts one would stop
 // every scale and drain of the cluster. Until then it looks again at the deadline.
-func (r *Reconciler) checkCut(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+func (sv *Saver) checkCut(ctx context.Context, st *Round, b *valkeyv1.ValkeyBackup) error {
 	if b.Status.Phase != valkeyv1.BackupSnapshotting {
 		return nil
 	}
@@ -59,15 +59,15 @@ func (r *Reconciler) checkCut(ctx context.Context, st *clusterState, b *valkeyv1
 	if len(uncut) == 0 {
 		return nil
 	}
-	if left := time.Until(lastSaved(b).Add(r.Options.BackupCutTimeout)); left > 0 {
+	if left := time.Until(lastSaved(b).Add(sv.Options.CutTimeout)); left > 0 {
 		st.lookAgain(left)
 		return nil
 	}
 	msg := fmt.Sprintf("%s not cut within %s of the last saved point (--backup-cut-timeout); slot moves, held until then, go on. "+
 		"Check the snapshot controller and the CSI driver (kubectl describe volumesnapshot), then take the backup again",
-		strings.Join(uncut, ", "), r.Options.BackupCutTimeout)
-	r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotTimeout, "Snapshot", "%s", msg)
-	return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotTimeout, msg))
+		strings.Join(uncut, ", "), sv.Options.CutTimeout)
+	sv.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonSnapshotTimeout, "Snapshot", "%s", msg)
+	return sv.setBackup(ctx, b, backupFailed(valkeyv1.ReasonSnapshotTimeout, msg))
 }
 
 // lastSaved is when the last of b's shards was saved (its start when none says).

@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -23,22 +23,22 @@ import (
 // from the backups as read; only the BGSAVEs in flight are kept in memory (saveBook), and a
 // restarted controller saves those shards again.
 
-// runBackups advances the oldest unfinished backup of the cluster, tells the others that they
+// Run advances the oldest unfinished backup of the cluster, tells the others that they
 // wait, and sets the saved points the nodes' status carries.
-func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
-	list, err := r.clusterBackups(ctx, st.Cluster)
+func (sv *Saver) Run(ctx context.Context, st *Round) {
+	list, err := sv.clusterBackups(ctx, st.Cluster)
 	if err != nil {
 		log.FromContext(ctx).Info("list the cluster's backups; retrying", "error", err.Error())
 		st.lookAgain(time.Second)
 		return
 	}
-	r.saves.keepOnly(st.Cluster.UID, list)
+	sv.saves.keepOnly(st.Cluster.UID, list)
 	var active *valkeyv1.ValkeyBackup
 	for _, b := range list {
 		if b.Finished() || (b.Status.ClusterUID != "" && b.Status.ClusterUID != st.Cluster.UID) {
 			continue // a backup of a deleted cluster of this name: see backupReconciler
 		}
-		if err := r.backupStep(ctx, st, b, active); err != nil {
+		if err := sv.backupStep(ctx, st, b, active); err != nil {
 			log.FromContext(ctx).Info("backup step failed; retrying", "backup", b.Name, "error", err.Error())
 			st.lookAgain(time.Second)
 		}
@@ -51,50 +51,50 @@ func (r *Reconciler) runBackups(ctx context.Context, st *clusterState) {
 
 // backupStep handles one unfinished backup: it waits behind active (an older backup), or
 // is refused, or advances.
-func (r *Reconciler) backupStep(ctx context.Context, st *clusterState, b, active *valkeyv1.ValkeyBackup) error {
+func (sv *Saver) backupStep(ctx context.Context, st *Round, b, active *valkeyv1.ValkeyBackup) error {
 	switch {
 	case st.Cluster.Spec.Persistence == nil:
-		r.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonPersistenceRequired, "Refuse",
+		sv.backupEvent(b, nil, corev1.EventTypeWarning, valkeyv1.ReasonPersistenceRequired, "Refuse",
 			"the ValkeyCluster %s has no persistence: there is no volume to snapshot. Add spec.persistence to the cluster (its nodes roll onto claims), then create a new backup", st.Cluster.Name)
-		return r.setBackup(ctx, b, backupFailed(valkeyv1.ReasonPersistenceRequired,
+		return sv.setBackup(ctx, b, backupFailed(valkeyv1.ReasonPersistenceRequired,
 			fmt.Sprintf("the ValkeyCluster %s has no persistence: add spec.persistence, then create a new backup", st.Cluster.Name)))
 	case active != nil:
-		return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonWaitingForBackup,
+		return sv.setBackup(ctx, b, backupPending(valkeyv1.ReasonWaitingForBackup,
 			fmt.Sprintf("waiting for the backup %s of the same cluster to finish", active.Name)))
 	}
 	if b.Status.Phase == "" || b.Status.Phase == valkeyv1.BackupPending {
-		if busy := clusterBusy(st); busy != "" {
+		if busy := st.busy(); busy != "" {
 			st.lookAgain(2 * round.Short)
-			return r.setBackup(ctx, b, backupPending(valkeyv1.ReasonClusterBusy, "waiting for the cluster to settle: "+busy))
+			return sv.setBackup(ctx, b, backupPending(valkeyv1.ReasonClusterBusy, "waiting for the cluster to settle: "+busy))
 		}
-		if err := r.setBackup(ctx, b, backupStarted(st.Cluster)); err != nil {
+		if err := sv.setBackup(ctx, b, backupStarted(st.Cluster)); err != nil {
 			return err
 		}
 	}
-	return r.advanceBackup(ctx, st, b)
+	return sv.advanceBackup(ctx, st, b)
 }
 
 // advanceBackup saves the shards not saved yet, then completes or fails the backup on
 // what the saved nodes' SnapshotReady says.
-func (r *Reconciler) advanceBackup(ctx context.Context, st *clusterState, b *valkeyv1.ValkeyBackup) error {
+func (sv *Saver) advanceBackup(ctx context.Context, st *Round, b *valkeyv1.ValkeyBackup) error {
 	if b.Status.Phase == valkeyv1.BackupSaving {
-		if err := r.saveShards(ctx, st, b); err != nil {
+		if err := sv.saveShards(ctx, st, b); err != nil {
 			return err
 		}
 	}
 	if b.Finished() {
 		return nil
 	}
-	if err := r.checkSnapshots(ctx, st, b); err != nil || b.Finished() {
+	if err := sv.checkSnapshots(ctx, st, b); err != nil || b.Finished() {
 		return err
 	}
-	return r.checkCut(ctx, st, b)
+	return sv.checkCut(ctx, st, b)
 }
 
 // clusterBackups lists the cluster's ValkeyBackups, oldest first.
-func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*valkeyv1.ValkeyBackup, error) {
+func (sv *Saver) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyCluster) ([]*valkeyv1.ValkeyBackup, error) {
 	var list valkeyv1.ValkeyBackupList
-	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFields{backupClusterField: vc.Name}); err != nil {
+	if err := sv.Client.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingFields{ClusterField: vc.Name}); err != nil {
 		return nil, err
 	}
 	out := make([]*valkeyv1.ValkeyBackup, 0, len(list.Items))
@@ -113,11 +113,11 @@ func (r *Reconciler) clusterBackups(ctx context.Context, vc *valkeyv1.ValkeyClus
 	return out, nil
 }
 
-// backupUnderway names the cluster's backup that holds slot moves ("" when none): one
+// Underway names the cluster's backup that holds slot moves ("" when none): one
 // Saving, or Snapshotting until the snapshot of each of its shards is cut. A slot moved
 // before then could be in two shards' points or in none.
-func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) string {
-	list, err := r.clusterBackups(ctx, st.Cluster)
+func (sv *Saver) Underway(ctx context.Context, st *Round) string {
+	list, err := sv.clusterBackups(ctx, st.Cluster)
 	if err != nil {
 		return ""
 	}
@@ -139,12 +139,12 @@ func (r *Reconciler) backupUnderway(ctx context.Context, st *clusterState) strin
 
 // snapshotsCut tells whether the snapshot of every shard of b is cut (it has a creationTime
 // or is ready to use): the volumes' content in them is fixed.
-func snapshotsCut(st *clusterState, b *valkeyv1.ValkeyBackup) bool {
-	return count32(len(b.Status.Shards)) >= b.Status.ShardCount && len(uncutSnapshots(st, b)) == 0
+func snapshotsCut(st *Round, b *valkeyv1.ValkeyBackup) bool {
+	return status.Count32(len(b.Status.Shards)) >= b.Status.ShardCount && len(uncutSnapshots(st, b)) == 0
 }
 
 // uncutSnapshots describes the shards of b saved so far whose snapshot is not cut yet.
-func uncutSnapshots(st *clusterState, b *valkeyv1.ValkeyBackup) []string {
+func uncutSnapshots(st *Round, b *valkeyv1.ValkeyBackup) []string {
 	var out []string
 	for _, e := range b.Status.Shards {
 		n := st.Node(e.Node)
@@ -190,33 +190,4 @@ func backupUIDs(list []*valkeyv1.ValkeyBackup) map[types.UID]bool {
 		}
 	}
 	return out
-}
-
-// lookAgain asks to reconcile again within d without reporting work in progress on the
-// cluster: a backup is not a change of the cluster (its Progressing stays as it is).
-func (st *clusterState) lookAgain(d time.Duration) {
-	if st.Requeue == 0 || d < st.Requeue {
-		st.Requeue = d
-	}
-}
-
-// withSavedPoint adds sp to a node's topology share (BackupPointSaved and
-// status.topology.savedPoint), or removes any saved point when sp is nil.
-func withSavedPoint(share status.TopologyShare, sp *valkeyv1.SavedPoint) status.TopologyShare {
-	topo := share.Topology
-	switch {
-	case sp != nil && topo == nil:
-		topo = &valkeyv1.TopologyStatus{}
-	case sp == nil && (topo == nil || topo.SavedPoint == nil):
-		return share
-	default:
-		topo = topo.DeepCopy()
-	}
-	topo.SavedPoint = sp
-	share.Topology = topo
-	if sp != nil {
-		share.Conditions = append(share.Conditions, status.Condition(valkeyv1.ConditionBackupPointSaved, true, valkeyv1.ReasonSaved,
-			fmt.Sprintf("BGSAVE finished at offset %d: the backup %s may snapshot this node's claim", sp.Offset, sp.Backup)))
-	}
-	return share
 }

@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"sync"
