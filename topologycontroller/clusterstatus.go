@@ -77,7 +77,7 @@ func factsOf(st *clusterState) clusterFacts {
 		approval := rollApproval(st, n)
 		f.nodes = append(f.nodes, nodeFact{
 			name: n.Name, shard: n.Spec.Shard, replica: n.Spec.ReplicaIndex,
-			wanted: n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex),
+			wanted: n.DeletionTimestamp.IsZero() && round.Wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex),
 			ready:  status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) && st.Joined(n),
 			rolling: status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) ||
 				status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved),
@@ -88,7 +88,7 @@ func factsOf(st *clusterState) clusterFacts {
 	}
 	f.versions = round.ServerVersions(st.State)
 	f.largestVolume, f.grownVolumes = volumeFigures(st.Nodes, func(n *valkeyv1.ValkeyNode) bool {
-		return n.DeletionTimestamp.IsZero() && wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex)
+		return n.DeletionTimestamp.IsZero() && round.Wanted(vc, n.Spec.Shard, n.Spec.ReplicaIndex)
 	})
 	for s := int32(0); s < vc.Spec.Shards; s++ {
 		if p := st.Primary[s]; p != nil && p.Self.SlotCount() > 0 && st.Joined(p.Node) {

@@ -76,11 +76,11 @@ func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 func convergingIn(st *clusterState) []string {
 	var why []string
 	for _, n := range st.Nodes {
-		if st.Members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if st.Members[n.Name] == nil || !n.DeletionTimestamp.IsZero() || !round.Wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}
 		// A node kept out because its keys exist nowhere else waits for the user, not for
-		// Valkey (flushIfHeldElsewhere looks again at its own pace).
+		// Valkey (membership.Members.FlushIfHeldElsewhere looks again at its own pace).
 		if o := st.Out[n.Name]; o != nil && !st.Joined(n) && o.Joined.Reason != valkeyv1.ReasonKeysNotElsewhere {
 			why = append(why, n.Name+": "+o.Joined.Message)
 		}

@@ -19,6 +19,6 @@ func NewReconciler(c client.Client, rec recorder.EventRecorder, opts Options) *R
 		Client: c, APIReader: c, Recorder: rec, Options: opts.withDefaults(),
 		Status: status.NewApplier(c, valkeyv1.FieldManagerTopology),
 	}
-	r.mover, r.failovers, r.backups = r.newMover(), r.newFailovers(), r.newBackups()
+	r.setUpConcerns()
 	return r
 }

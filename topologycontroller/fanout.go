@@ -25,11 +25,6 @@ func desiredNodeSpec(vc *valkeyv1.ValkeyCluster, shard, replica int32, ref *valk
 	return valkeyv1.ValkeyNodeSpec{ClusterName: vc.Name, Shard: shard, ReplicaIndex: replica, ServerSpec: server}
 }
 
-// wanted tells whether (shard, replica) is part of vc's spec.
-func wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
-	return shard < vc.Spec.Shards && replica <= vc.Spec.Replicas
-}
-
 // fanOutParallelism bounds the ValkeyNodes created or updated at once by one reconcile: a
 // cluster of hundreds of nodes is fanned out at the API server's pace, not one round trip
 // after another.
@@ -38,7 +33,7 @@ const fanOutParallelism = 8
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
 // to date (spec.restore: see restorePlan.nodeRestore), holding their image and config while
 // versionHold refuses the cluster's. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
-// Nodes that are no longer wanted are removed by scaleIn once drained. A node is the
+// Nodes that are no longer wanted are removed by the scale-in phase (membership.Members.ScaleIn) once drained. A node is the
 // cluster's when its controller ownerReference has the cluster's UID: a node of the same
 // name left by a deleted cluster of the same name is not, and its replacement is created
 // once it is gone (waiting lists them meanwhile).

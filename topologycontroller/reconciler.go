@@ -18,6 +18,7 @@ import (
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
 	"valkey.io/operator/topologycontroller/failover"
+	"valkey.io/operator/topologycontroller/membership"
 	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -33,16 +34,17 @@ type Reconciler struct {
 	Options   Options
 	Status    status.Applier
 
-	// mover moves slots (package migration); it keeps the stalled slots between rounds.
-	mover *migration.Mover
+	// The concerns in their own packages, made by setUpConcerns: membership, slot moves (it
+	// keeps the stalled slots between rounds), failovers (the tries under way) and backups
+	// (the BGSAVEs under way).
+	members   *membership.Members
+	mover     *migration.Mover
+	failovers *failover.Failovers
+	backups   *backup.Saver
 	// converging counts the rounds in a row that found Valkey still converging.
 	converging convergeBook
-	// failovers are the failovers under way or backing off (see failover).
-	failovers *failover.Failovers
 	// aclForms are the forms servers list users in (see applyUsers).
 	aclForms aclForms
-	// backups runs the backups (package backup); it keeps the BGSAVEs under way.
-	backups *backup.Saver
 	// live is what live config each server was given (see liveconfig.go).
 	live liveBook
 }
@@ -201,15 +203,15 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		st.Wait(fmt.Sprintf("slot moves (drain, balance, scale-in) wait for the backup %s to save its points and cut its snapshots", underway), round.Short)
 	}
 	phases := []phase{
-		{"meet", r.meet},
+		{"meet", onState(r.members.Meet)},
 		{"resume migrations", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Resume(ctx, st.moves) }},
 		{"hold for restore", r.holdForRestore},
-		{"take over", func(ctx context.Context, st *clusterState) (bool, error) { return r.failovers.TakeOver(ctx, st.State) }},
-		{"replicate", r.replicate},
-		{"forget", r.forget},
-		{"drain", r.drain},
+		{"take over", onState(r.failovers.TakeOver)},
+		{"replicate", onState(r.members.Replicate)},
+		{"forget", onState(r.members.Forget)},
+		{"drain", onState(r.members.Drain)},
 		{"slots", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Balance(ctx, st.moves) }},
-		{"scale in", r.scaleIn},
+		{"scale in", onState(r.members.ScaleIn)},
 		{"rolls", r.approveRolls},
 	}
 	for _, p := range phases {
@@ -248,25 +250,24 @@ func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 	return err
 }
 
-// newMover is the Reconciler's slot mover (package migration), with its flags and events.
-func (r *Reconciler) newMover() *migration.Mover {
-	return &migration.Mover{
+// setUpConcerns makes the concerns in their own packages, with the Reconciler's flags and
+// events.
+func (r *Reconciler) setUpConcerns() {
+	r.failovers = failover.New(failover.Options{
+		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
+	}, r.event)
+	r.members = &membership.Members{Client: r.Client, DialTimeout: r.Options.DialTimeout, Event: r.event, Failovers: r.failovers}
+	r.mover = &migration.Mover{
 		Options: migration.Options{
 			KeysOnly: r.Options.MigrationMode == MigrationKeys, BatchSize: r.Options.MigrationBatchSize,
 			SlotsPerReconcile: r.Options.MigrationSlotsPerReconcile, CommandTimeout: r.Options.CommandTimeout,
 		},
-		Event: r.event, Flush: r.flushIfHeldElsewhere,
+		Event: r.event, Flush: r.members.FlushIfHeldElsewhere,
 	}
+	r.backups = backup.New(r.Client, r.Recorder, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
 }
 
-// newFailovers is the Reconciler's failovers (package failover), with its flags and events.
-func (r *Reconciler) newFailovers() *failover.Failovers {
-	return failover.New(failover.Options{
-		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
-	}, r.event)
-}
-
-// newBackups is the Reconciler's backups (package backup), with its flags.
-func (r *Reconciler) newBackups() *backup.Saver {
-	return backup.New(r.Client, r.Recorder, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
+// onState is a phase of a concern that needs only the round's observation.
+func onState(run func(context.Context, *round.State) (bool, error)) func(context.Context, *clusterState) (bool, error) {
+	return func(ctx context.Context, st *clusterState) (bool, error) { return run(ctx, st.State) }
 }

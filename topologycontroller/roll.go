@@ -46,7 +46,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 		if n.Name == skip.Name {
 			continue
 		}
-		if !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if !n.DeletionTimestamp.IsZero() || !round.Wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			return false, "nodes are being removed"
 		}
 		if noPodForVolume(n) {

@@ -227,7 +227,7 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Options:   opts,
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
 	}
-	r.mover, r.failovers, r.backups = r.newMover(), r.newFailovers(), r.newBackups()
+	r.setUpConcerns()
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up partitions: %w", err)

@@ -9,6 +9,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/membership"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -21,9 +22,9 @@ func computeJoined(st *clusterState) {
 		m := st.Members[n.Name]
 		switch {
 		case m == nil:
-			o.Joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "waiting for the node's pod to be ready")
+			o.Joined = round.JoinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "waiting for the node's pod to be ready")
 		case !m.Reachable():
-			o.Joined = joinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "cannot reach the server at "+m.Addr)
+			o.Joined = round.JoinedCondition(false, valkeyv1.ReasonWaitingForWorkload, "cannot reach the server at "+m.Addr)
 		default:
 			o.Topo = topologyOf(m)
 			o.Joined = st.memberJoined(m)
@@ -44,20 +45,16 @@ func (st *clusterState) memberJoined(m *round.Member) metav1.Condition {
 	p := st.Primary[m.Node.Spec.Shard]
 	switch {
 	case !st.InCluster(m):
-		return joinedCondition(false, valkeyv1.ReasonMeeting, "meeting the cluster at "+m.Addr)
+		return round.JoinedCondition(false, valkeyv1.ReasonMeeting, "meeting the cluster at "+m.Addr)
 	case m.Self.Primary() && (m.Self.SlotCount() > 0 || p == nil || p == m):
-		return joinedCondition(true, valkeyv1.ReasonJoined, "primary")
+		return round.JoinedCondition(true, valkeyv1.ReasonJoined, "primary")
 	case m.Self.Primary():
-		return joinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.Node.Name)
+		return round.JoinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.Node.Name)
 	case m.LinkUp():
-		return joinedCondition(true, valkeyv1.ReasonJoined, "replica of "+round.ShortID(m.Self.PrimaryID))
+		return round.JoinedCondition(true, valkeyv1.ReasonJoined, "replica of "+round.ShortID(m.Self.PrimaryID))
 	default:
-		return joinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+round.ShortID(m.Self.PrimaryID))
+		return round.JoinedCondition(false, valkeyv1.ReasonReplicating, "syncing with its primary "+round.ShortID(m.Self.PrimaryID))
 	}
-}
-
-func joinedCondition(ok bool, reason, msg string) metav1.Condition {
-	return status.Condition(valkeyv1.ConditionClusterJoined, ok, reason, msg)
 }
 
 // applyStatus writes the topology status of every node and the ValkeyCluster status: the
@@ -114,7 +111,7 @@ func (r *Reconciler) nodeShare(st *clusterState, n *valkeyv1.ValkeyNode) status.
 		conds = append(conds, *c)
 	}
 	if !n.DeletionTimestamp.IsZero() {
-		ok, reason, msg := drainedStatus(st, n)
+		ok, reason, msg := membership.DrainedStatus(st.State, n)
 		conds = append(conds, status.Condition(valkeyv1.ConditionDrained, ok, reason, msg))
 	}
 	return withSavedPoint(status.TopologyShare{Conditions: conds, Topology: st.Out[n.Name].Topo}, st.backups.SavedPoints()[n.Name])

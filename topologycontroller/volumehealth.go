@@ -72,7 +72,7 @@ func (r *Reconciler) noteVolumes(st *clusterState) {
 	cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionDegraded)
 	for _, n := range st.Nodes {
 		c := round.UnhealthyVolume(n)
-		if c == nil || !n.DeletionTimestamp.IsZero() || !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if c == nil || !n.DeletionTimestamp.IsZero() || !round.Wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			continue
 		}
 		if cur != nil && cur.Status == metav1.ConditionTrue && strings.Contains(cur.Message, volumeFindingPrefix(n.Name, c.Reason)) {

@@ -15,3 +15,13 @@ func UnhealthyVolume(n *valkeyv1.ValkeyNode) *metav1.Condition {
 	}
 	return c
 }
+
+// Wanted tells whether (shard, replica) is part of vc's spec.
+func Wanted(vc *valkeyv1.ValkeyCluster, shard, replica int32) bool {
+	return shard < vc.Spec.Shards && replica <= vc.Spec.Replicas
+}
+
+// JoinedCondition is a node's ClusterJoined as this round decides it.
+func JoinedCondition(ok bool, reason, msg string) metav1.Condition {
+	return status.Condition(valkeyv1.ConditionClusterJoined, ok, reason, msg)
+}

@@ -1,4 +1,4 @@
-package topologycontroller
+package membership
 
 import (
 	"context"
@@ -12,11 +12,11 @@ import (
 	"valkey.io/operator/topologycontroller/round"
 )
 
-// meet brings every ready node into the seed's cluster, at the address its pod has now:
+// Meet brings every ready node into the seed's cluster, at the address its pod has now:
 // a new node, a node that came back with an empty /data (a new ID), and a node that came
 // back with its nodes.conf at a new IP (same ID; the MEET repairs the stale address in
 // every peer's view). It then waits until every member knows every other one.
-func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
+func (ms *Members) Meet(ctx context.Context, st *round.State) (bool, error) {
 	if st.Seed == nil {
 		if len(st.Members) > 0 {
 			st.Wait("waiting for a reachable node", time.Second)
@@ -43,7 +43,7 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 			if err := meetAt(ctx, st.Conns, st.Seed.Addr, m.Addr); err != nil {
 				return acted, err
 			}
-			r.event(st.State, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, round.ShortID(m.ID()), m.Addr)
+			ms.Event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, round.ShortID(m.ID()), m.Addr)
 			acted = true
 		}
 	}
@@ -51,7 +51,7 @@ func (r *Reconciler) meet(ctx context.Context, st *clusterState) (bool, error) {
 		st.Wait("meeting nodes", round.Short)
 		return true, nil
 	}
-	if a, b := st.unseenPair(); a != nil {
+	if a, b := unseenPair(st); a != nil {
 		st.Wait(fmt.Sprintf("waiting for %s to see %s at %s", a.Node.Name, b.Node.Name, b.Addr), round.Short)
 		return true, nil
 	}
@@ -66,18 +66,18 @@ func meetAt(ctx context.Context, cs *round.Conns, on, addr string) error {
 	return cs.OK(ctx, on, "CLUSTER", "MEET", host, port)
 }
 
-// replicate makes every other member of a shard a replica of the shard's primary. A node
+// Replicate makes every other member of a shard a replica of the shard's primary. A node
 // that holds keys but no slots (it came back with old data, or lost its slots) is flushed
 // first, since Valkey only turns an empty primary into a replica, but only when the slots'
 // owners hold those keys (flushIfHeldElsewhere); otherwise it stays out and says why.
-func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, error) {
+func (ms *Members) Replicate(ctx context.Context, st *round.State) (bool, error) {
 	acted := false
 	for _, m := range st.SortedMembers() {
 		if m.Deleting() || !st.InCluster(m) {
 			continue
 		}
 		p := st.Primary[m.Node.Spec.Shard]
-		if p == nil || p == m || !wanted(st.Cluster, m.Node.Spec.Shard, m.Node.Spec.ReplicaIndex) {
+		if p == nil || p == m || !round.Wanted(st.Cluster, m.Node.Spec.Shard, m.Node.Spec.ReplicaIndex) {
 			continue
 		}
 		if !m.Self.Primary() && m.Self.PrimaryID == p.ID() {
@@ -92,7 +92,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 			continue // a primary with slots is never demoted here; rolls and drains fail over
 		}
 		if m.Self.Primary() {
-			flushed, err := r.flushIfHeldElsewhere(ctx, st.State, m)
+			flushed, err := ms.FlushIfHeldElsewhere(ctx, st, m)
 			if err != nil {
 				return acted, err
 			}
@@ -103,7 +103,7 @@ func (r *Reconciler) replicate(ctx context.Context, st *clusterState) (bool, err
 		if err := st.Conns.OK(ctx, m.Addr, "CLUSTER", "REPLICATE", p.ID()); err != nil {
 			return acted, err
 		}
-		r.event(st.State, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.Node.Name, p.Node.Name, round.ShortID(p.ID()))
+		ms.Event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicate, "ClusterReplicate", "node %s replicates %s (%s)", m.Node.Name, p.Node.Name, round.ShortID(p.ID()))
 		acted = true
 	}
 	if acted {
@@ -127,7 +127,7 @@ func dialable(ctx context.Context, addr string, timeout time.Duration) bool {
 // yet (members being deleted and out of the cluster are left out); nil once every member
 // sees every other. Each member's scan noted the members it does not see, so this looks
 // only at those.
-func (st *clusterState) unseenPair() (*round.Member, *round.Member) {
+func unseenPair(st *round.State) (*round.Member, *round.Member) {
 	left := func(m *round.Member) bool { return m.Deleting() && !st.InCluster(m) }
 	for _, a := range st.SortedMembers() {
 		if left(a) {

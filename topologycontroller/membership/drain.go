@@ -1,4 +1,4 @@
-package topologycontroller
+package membership
 
 import (
 	"context"
@@ -9,24 +9,24 @@ import (
 	"valkey.io/operator/topologycontroller/round"
 )
 
-// drain empties the nodes being deleted: a primary with a synced replica is failed over;
+// Drain empties the nodes being deleted: a primary with a synced replica is failed over;
 // one without keeps its slots until the slots phase (migration.Mover.Balance) has moved them to the other primaries
 // (it is no slot target any more).
-func (r *Reconciler) drain(ctx context.Context, st *clusterState) (bool, error) {
+func (ms *Members) Drain(ctx context.Context, st *round.State) (bool, error) {
 	for _, m := range st.SortedMembers() {
 		if !m.Deleting() || !m.Self.Primary() || m.Self.SlotCount() == 0 {
 			continue
 		}
-		if len(failover.SyncedReplicas(st.State, m)) > 0 || r.failovers.Running(st.Cluster.UID, m.Node.Name) {
-			r.failovers.Start(ctx, st.State, m, "node deleted")
+		if len(failover.SyncedReplicas(st, m)) > 0 || ms.Failovers.Running(st.Cluster.UID, m.Node.Name) {
+			ms.Failovers.Start(ctx, st, m, "node deleted")
 			return true, nil
 		}
 	}
 	return false, nil
 }
 
-// drainedStatus decides Drained for a node being deleted.
-func drainedStatus(st *clusterState, n *valkeyv1.ValkeyNode) (bool, string, string) {
+// DrainedStatus decides Drained for a node being deleted.
+func DrainedStatus(st *round.State, n *valkeyv1.ValkeyNode) (bool, string, string) {
 	if m := st.Members[n.Name]; m.Reachable() {
 		if c := m.Self.SlotCount(); c > 0 && m.Self.Primary() {
 			return false, valkeyv1.ReasonMigratingSlots, fmt.Sprintf("owns %d slots; moving them off", c)

@@ -1,4 +1,4 @@
-package topologycontroller
+package membership
 
 import (
 	"context"
@@ -18,14 +18,14 @@ import (
 // again (the user copies or drops them; Valkey is no watch source).
 const keptKeysRecheck = 5 * time.Second
 
-// flushIfHeldElsewhere empties m, a primary without slots, before it becomes a replica or
+// FlushIfHeldElsewhere empties m, a primary without slots, before it becomes a replica or
 // gets its first slots, but only when every key it holds exists on its slot's reachable
 // owner (CLUSTER COUNTKEYSINSLOT on both first; then, where the owner holds as many, the
 // names: CLUSTER GETKEYSINSLOT on m, EXISTS on the owner).
 // Otherwise its keys may exist nowhere else (it came back from a retained claim after its
 // slots went to a node that never had them): it is left as it is, with ClusterJoined=False
 // KeysNotElsewhere and a Warning event, and false is returned.
-func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *round.State, m *round.Member) (bool, error) {
+func (ms *Members) FlushIfHeldElsewhere(ctx context.Context, st *round.State, m *round.Member) (bool, error) {
 	keys, err := dbSize(ctx, st.Conns, m.Addr)
 	if err != nil || keys == 0 {
 		return err == nil, err
@@ -35,22 +35,22 @@ func (r *Reconciler) flushIfHeldElsewhere(ctx context.Context, st *round.State, 
 		return false, err
 	}
 	if missing != "" {
-		r.keepKeys(st, m, keys, missing)
+		ms.keepKeys(st, m, keys, missing)
 		return false, nil
 	}
 	return true, st.Conns.OK(ctx, m.Addr, "FLUSHALL")
 }
 
 // keepKeys reports a node whose keys are not flushed (an event only when the news is new).
-func (r *Reconciler) keepKeys(st *round.State, m *round.Member, keys int64, missing string) {
+func (ms *Members) keepKeys(st *round.State, m *round.Member, keys int64, missing string) {
 	msg := fmt.Sprintf("holds %d keys but owns no slots, and %s: they may exist nowhere else, so it is not emptied to join as a replica. "+
 		"Copy the keys to the cluster (for example MIGRATE … COPY from this server to the slot's owner), or run FLUSHALL on it if they are not needed; it then joins",
 		keys, missing)
 	cur := status.Get(m.Node.Status.Conditions, valkeyv1.ConditionClusterJoined)
 	if cur == nil || cur.Reason != valkeyv1.ReasonKeysNotElsewhere || cur.Message != msg {
-		r.event(st, m.Node, corev1.EventTypeWarning, valkeyv1.EventKeysNotFlushed, "KeepKeys", "node %s %s", m.Node.Name, msg)
+		ms.Event(st, m.Node, corev1.EventTypeWarning, valkeyv1.EventKeysNotFlushed, "KeepKeys", "node %s %s", m.Node.Name, msg)
 	}
-	st.Out[m.Node.Name].Joined = joinedCondition(false, valkeyv1.ReasonKeysNotElsewhere, msg)
+	st.Out[m.Node.Name].Joined = round.JoinedCondition(false, valkeyv1.ReasonKeysNotElsewhere, msg)
 	st.Wait(fmt.Sprintf("node %s holds keys found nowhere else", m.Node.Name), keptKeysRecheck)
 }
 

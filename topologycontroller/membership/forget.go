@@ -1,4 +1,4 @@
-package topologycontroller
+package membership
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 // forgettable lists the IDs of the seed's view that should be forgotten: no ValkeyNode
 // stands for them any more, they are unreachable, own no slots and no node follows them.
 // An ID that still owns slots or has replicas is never forgotten.
-func forgettable(st *clusterState, reachable func(addr string) bool) []string {
+func forgettable(st *round.State, reachable func(addr string) bool) []string {
 	reported := st.ReportedIDs()
 	followed := map[string]bool{}
 	for _, n := range st.View {
@@ -39,13 +39,13 @@ func forgettable(st *clusterState, reachable func(addr string) bool) []string {
 	return out
 }
 
-// forget removes stale IDs from every member (CLUSTER FORGET has to reach every node, or
+// Forget removes stale IDs from every member (CLUSTER FORGET has to reach every node, or
 // gossip brings the ID back).
-func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error) {
+func (ms *Members) Forget(ctx context.Context, st *round.State) (bool, error) {
 	if st.Seed == nil {
 		return false, nil
 	}
-	ids := forgettable(st, func(addr string) bool { return dialable(ctx, addr, r.Options.DialTimeout) })
+	ids := forgettable(st, func(addr string) bool { return dialable(ctx, addr, ms.DialTimeout) })
 	if len(ids) == 0 {
 		return false, nil
 	}
@@ -58,7 +58,7 @@ func (r *Reconciler) forget(ctx context.Context, st *clusterState) (bool, error)
 				return true, err
 			}
 		}
-		r.event(st.State, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
+		ms.Event(st, nil, corev1.EventTypeNormal, valkeyv1.EventForget, "ClusterForget", "forgot node ID %s: no ValkeyNode reports it and it is unreachable", id)
 	}
 	st.Wait("forgetting stale node IDs", round.Short)
 	return true, nil

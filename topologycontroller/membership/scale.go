@@ -1,4 +1,4 @@
-package topologycontroller
+package membership
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -13,13 +14,13 @@ import (
 	"valkey.io/operator/topologycontroller/round"
 )
 
-// scaleIn deletes the ValkeyNodes that are no longer wanted once they own no slots:
+// ScaleIn deletes the ValkeyNodes that are no longer wanted once they own no slots:
 // removed shards (replicas before primaries) and extra replicas (highest index first; a
 // node that is its shard's primary is failed over to a remaining node first).
-func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error) {
+func (ms *Members) ScaleIn(ctx context.Context, st *round.State) (bool, error) {
 	var extra []*valkeyv1.ValkeyNode
 	for _, n := range st.Nodes {
-		if n.DeletionTimestamp.IsZero() && !wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
+		if n.DeletionTimestamp.IsZero() && !round.Wanted(st.Cluster, n.Spec.Shard, n.Spec.ReplicaIndex) {
 			extra = append(extra, n)
 		}
 	}
@@ -33,11 +34,11 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 		n := extra[i]
 		removedShard := n.Spec.Shard >= st.Cluster.Spec.Shards
 		if m := st.Members[n.Name]; m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 {
-			if removedShard || len(failover.SyncedReplicas(st.State, m)) == 0 {
+			if removedShard || len(failover.SyncedReplicas(st, m)) == 0 {
 				continue // the slots phase moves a removed shard's slots away first
 			}
 			// An extra replica index that is its shard's primary now: fail over first.
-			r.failovers.Start(ctx, st.State, m, "scale-in of replicas")
+			ms.Failovers.Start(ctx, st, m, "scale-in of replicas")
 			return true, nil
 		}
 		if removedShard && !isReplica(st, n) && shardSize[n.Spec.Shard] > 1 {
@@ -50,11 +51,11 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 			st.Wait(fmt.Sprintf("node %s is removed once the backup %s has its snapshot", n.Name, sp.Backup), time.Second)
 			continue
 		}
-		if err := r.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !isNotFound(err) {
+		if err := ms.Client.Delete(ctx, n, client.Preconditions{UID: &n.UID}); err != nil && !apierrors.IsNotFound(err) {
 			return acted, fmt.Errorf("delete ValkeyNode %s: %w", n.Name, err)
 		}
 		shardSize[n.Spec.Shard]--
-		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventScaledIn, "DeleteNode", "deleted ValkeyNode %s (no longer in spec, owns no slots)", n.Name)
+		ms.Event(st, n, corev1.EventTypeNormal, valkeyv1.EventScaledIn, "DeleteNode", "deleted ValkeyNode %s (no longer in spec, owns no slots)", n.Name)
 		acted = true
 	}
 	if acted {
@@ -66,7 +67,7 @@ func (r *Reconciler) scaleIn(ctx context.Context, st *clusterState) (bool, error
 }
 
 // liveShardSizes counts the nodes of each shard that are not being deleted.
-func liveShardSizes(st *clusterState) map[int32]int {
+func liveShardSizes(st *round.State) map[int32]int {
 	out := map[int32]int{}
 	for _, n := range st.Nodes {
 		if n.DeletionTimestamp.IsZero() {
@@ -77,7 +78,7 @@ func liveShardSizes(st *clusterState) map[int32]int {
 }
 
 // isReplica tells whether n is not a primary (or cannot be reached to tell).
-func isReplica(st *clusterState, n *valkeyv1.ValkeyNode) bool {
+func isReplica(st *round.State, n *valkeyv1.ValkeyNode) bool {
 	m := st.Members[n.Name]
 	return !m.Reachable() || !m.Self.Primary()
 }
@@ -93,7 +94,7 @@ func carriedPoint(n *valkeyv1.ValkeyNode) *valkeyv1.SavedPoint {
 
 // deletable tells whether n may be removed: it owns no slots (as it says, or as the seed
 // says of its last known ID) and no wanted node follows it.
-func deletable(st *clusterState, n *valkeyv1.ValkeyNode) bool {
+func deletable(st *round.State, n *valkeyv1.ValkeyNode) bool {
 	m := st.Members[n.Name]
 	if !m.Reachable() {
 		v := st.View[round.RecordedID(n)]
@@ -103,7 +104,7 @@ func deletable(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 		return false
 	}
 	for _, o := range st.SortedMembers() {
-		if o.Self.PrimaryID == m.ID() && wanted(st.Cluster, o.Node.Spec.Shard, o.Node.Spec.ReplicaIndex) {
+		if o.Self.PrimaryID == m.ID() && round.Wanted(st.Cluster, o.Node.Spec.Shard, o.Node.Spec.ReplicaIndex) {
 			return false
 		}
 	}
