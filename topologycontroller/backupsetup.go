@@ -54,7 +54,7 @@ func setupSchedules(mgr ctrl.Manager, r *Reconciler, shards *partitioned) error 
 	if err := schedule.IndexByCluster(context.Background(), mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
-	sr := &schedule.Reconciler{Client: mgr.GetClient(), Recorder: r.Recorder}
+	sr := &schedule.Reconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Recorder: r.Recorder}
 	sb := ctrl.NewControllerManagedBy(mgr)
 	if shards != nil {
 		sb = sb.WatchesRawSource(shards.set.Source(shards.schedulesOf))

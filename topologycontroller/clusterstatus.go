@@ -70,7 +70,7 @@ func factsOf(st *clusterState) clusterFacts {
 	vc := st.Cluster
 	f := clusterFacts{
 		shards: vc.Spec.Shards, replicas: vc.Spec.Replicas, serving: map[int32]bool{},
-		slots: assignedSlots(st), stateOK: st.Seed != nil, migrating: st.moves.Found().Migrating, progress: st.Progress,
+		slots: st.AssignedSlots(), stateOK: st.Seed != nil, migrating: st.moves.Found().Migrating, progress: st.Progress,
 		stalled: st.moves.Found().Stalled, policyRefused: st.policyRefused, serviceRefused: st.serviceRefused, notOwned: st.notOwned, formed: formedBefore(vc),
 	}
 	for _, n := range st.Nodes {
@@ -273,17 +273,6 @@ func slotsAssigned(slots int) metav1.Condition {
 		return status.Condition(valkeyv1.ConditionSlotsAssigned, false, valkeyv1.ReasonSlotsUnassigned, fmt.Sprintf("%d of 16384 slots are assigned", slots))
 	}
 	return status.Condition(valkeyv1.ConditionSlotsAssigned, true, valkeyv1.ReasonAllSlotsAssigned, "all 16384 slots are assigned")
-}
-
-// assignedSlots is the number of slots some primary owns in the seed's view.
-func assignedSlots(st *clusterState) int {
-	total := 0
-	for _, n := range st.View {
-		if n.Primary() {
-			total += n.SlotCount()
-		}
-	}
-	return total
 }
 
 func truncate(s string, n int) string {

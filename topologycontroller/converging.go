@@ -86,7 +86,7 @@ func convergingIn(st *clusterState) []string {
 		}
 	}
 	why = append(why, slotsNotSpread(st)...)
-	if assignedSlots(st) != planner.TotalSlots {
+	if st.AssignedSlots() != planner.TotalSlots {
 		return why
 	}
 	for _, m := range st.SortedMembers() {

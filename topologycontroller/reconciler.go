@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
@@ -20,6 +21,7 @@ import (
 	"valkey.io/operator/topologycontroller/failover"
 	"valkey.io/operator/topologycontroller/membership"
 	"valkey.io/operator/topologycontroller/migration"
+	"valkey.io/operator/topologycontroller/roll"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -34,10 +36,11 @@ type Reconciler struct {
 	Options   Options
 	Status    status.Applier
 
-	// The concerns in their own packages, made by setUpConcerns: membership, slot moves (it
+	// The concerns in their own packages, made by setUpConcerns: membership, rolls, slot moves (it
 	// keeps the stalled slots between rounds), failovers (the tries under way) and backups
 	// (the BGSAVEs under way).
 	members   *membership.Members
+	rolls     *roll.Rolls
 	mover     *migration.Mover
 	failovers *failover.Failovers
 	backups   *backup.Saver
@@ -264,10 +267,22 @@ func (r *Reconciler) setUpConcerns() {
 		},
 		Event: r.event, Flush: r.members.FlushIfHeldElsewhere,
 	}
+	r.rolls = &roll.Rolls{APIReader: r.APIReader, ValkeyPort: r.Options.ValkeyPort, Event: r.event, Failovers: r.failovers}
 	r.backups = backup.New(r.Client, r.Recorder, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
 }
 
 // onState is a phase of a concern that needs only the round's observation.
 func onState(run func(context.Context, *round.State) (bool, error)) func(context.Context, *clusterState) (bool, error) {
 	return func(ctx context.Context, st *clusterState) (bool, error) { return run(ctx, st.State) }
+}
+
+// approveRolls is the roll phase (package roll) on the round: no primary rolls while slots
+// move, and a node's RollApproved is written at once before its failover starts.
+func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, error) {
+	return r.rolls.Approve(ctx, &roll.Round{
+		State: st.State, Migrating: st.moves.Found().Migrating,
+		ApplyNow: func(ctx context.Context, n *valkeyv1.ValkeyNode, c *metav1.Condition) error {
+			return r.applyRollOnly(ctx, st, n, c)
+		},
+	})
 }

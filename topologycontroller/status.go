@@ -10,6 +10,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/membership"
+	"valkey.io/operator/topologycontroller/roll"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -136,8 +137,8 @@ func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
 	cur := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
 	switch {
 	case cur != nil && cur.Status == metav1.ConditionTrue:
-		if holds, why := approvalHolds(st, n); !holds {
-			return *rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
+		if holds, why := roll.ApprovalHolds(st.State, n); !holds {
+			return *roll.Condition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
 		}
 		return *cur
 	case cur != nil && status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending):
@@ -145,5 +146,5 @@ func rollApproval(st *clusterState, n *valkeyv1.ValkeyNode) metav1.Condition {
 		waiting.ObservedGeneration = 0 // still waiting at the current generation
 		return waiting
 	}
-	return *rollCondition(false, valkeyv1.ReasonNotRequested, "no roll requested")
+	return *roll.Condition(false, valkeyv1.ReasonNotRequested, "no roll requested")
 }

@@ -140,3 +140,14 @@ func ShortID(id string) string {
 	}
 	return id
 }
+
+// AssignedSlots is the number of slots some primary owns in the seed's view.
+func (st *State) AssignedSlots() int {
+	total := 0
+	for _, n := range st.View {
+		if n.Primary() {
+			total += n.SlotCount()
+		}
+	}
+	return total
+}

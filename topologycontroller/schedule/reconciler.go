@@ -26,6 +26,10 @@ import (
 type Reconciler struct {
 	client.Client
 	Recorder recorder.EventRecorder
+	// APIReader confirms past the cache that a cluster is missing before a scheduled time
+	// passes without its backup (the Client when nil): a cluster created a moment before
+	// its schedule may not be in the cache yet.
+	APIReader client.Reader
 	// Now is the clock (time.Now when nil).
 	Now func() time.Time
 }

@@ -22,7 +22,11 @@ const ClusterField = "spec.clusterName"
 // there: it does not exist, or it is being deleted; "" when it exists.
 func (r *Reconciler) clusterMissing(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) (string, error) {
 	var vc valkeyv1.ValkeyCluster
-	err := r.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterName}, &vc)
+	key := client.ObjectKey{Namespace: s.Namespace, Name: s.Spec.ClusterName}
+	err := r.Get(ctx, key, &vc)
+	if apierrors.IsNotFound(err) && r.APIReader != nil {
+		err = r.APIReader.Get(ctx, key, &vc)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		return fmt.Sprintf("the ValkeyCluster %s does not exist in namespace %s", s.Spec.ClusterName, s.Namespace), nil

@@ -1,4 +1,4 @@
-package topologycontroller
+package roll
 
 import (
 	"context"
@@ -52,7 +52,7 @@ func volumeNeedsUser(n *valkeyv1.ValkeyNode) bool {
 // yet): p, a primary that owns slots, waits for it, or p would be failed over twice (its
 // replica's roll comes later) or restarted without the replica about to come. A node whose
 // volume waits for the user holds nothing. nil when p need not wait.
-func volumeHold(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
+func volumeHold(st *Round, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
 	for _, o := range st.Nodes {
 		if o.Name == p.Name || o.Spec.Shard != p.Spec.Shard || !o.DeletionTimestamp.IsZero() {
 			continue
@@ -69,7 +69,7 @@ func volumeHold(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
 
 // replicaLackingVolume is a node of p's shard that has no pod because its claim waits for
 // the user; nil when there is none.
-func replicaLackingVolume(st *clusterState, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
+func replicaLackingVolume(st *Round, p *valkeyv1.ValkeyNode) *valkeyv1.ValkeyNode {
 	for _, o := range st.Nodes {
 		if o.Name != p.Name && o.Spec.Shard == p.Spec.Shard && o.DeletionTimestamp.IsZero() && noPodForVolume(o) {
 			return o
@@ -112,7 +112,7 @@ func configValue(ctx context.Context, cs *round.Conns, addr, name string) (strin
 // waits for the user, it rolls without a replica only when its server finds its data again
 // after the restart (restartsOnItsData): a server on an emptyDir would come back empty.
 // (replicas: 0 keeps its documented behaviour: no such replica.)
-func (r *Reconciler) volumeWait(ctx context.Context, st *clusterState, p *valkeyv1.ValkeyNode) string {
+func (ro *Rolls) volumeWait(ctx context.Context, st *Round, p *valkeyv1.ValkeyNode) string {
 	if o := volumeHold(st, p); o != nil {
 		return "replicas roll first: waiting for the claim of " + o.Name
 	}

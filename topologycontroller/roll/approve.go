@@ -1,4 +1,4 @@
-package topologycontroller
+package roll
 
 import (
 	"context"
@@ -16,14 +16,15 @@ import (
 	"valkey.io/operator/topologycontroller/round"
 )
 
-func rollCondition(ok bool, reason, msg string) *metav1.Condition {
+// Condition is a node's RollApproved as this round decides it.
+func Condition(ok bool, reason, msg string) *metav1.Condition {
 	c := status.Condition(valkeyv1.ConditionRollApproved, ok, reason, msg)
 	return &c
 }
 
 // rollDone tells whether an approved node is back: its roll is no longer pending, its pod is
 // ready at the current generation, and it is joined again (a replica in sync).
-func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
+func rollDone(st *Round, n *valkeyv1.ValkeyNode) bool {
 	if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollPending) {
 		return false
 	}
@@ -37,7 +38,7 @@ func rollDone(st *clusterState, n *valkeyv1.ValkeyNode) bool {
 // the only time a ready node may be taken down. Slots that skip itself owns while it does
 // not answer are not held against it, nor are nodes that have no pod because their claim is
 // not ready (they serve nothing; volumeHold decides whether their shard's primary waits).
-func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
+func stableFor(st *Round, skip *valkeyv1.ValkeyNode) (bool, string) {
 	skipID := round.RecordedID(skip)
 	if m := st.RollMember(skip); m != nil {
 		skipID = m.ID()
@@ -62,7 +63,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 			return false, n.Name + " reports cluster_state " + m.ClusterState
 		}
 	}
-	if st.moves.Found().Migrating || assignedSlots(st) != planner.TotalSlots {
+	if st.Migrating || st.AssignedSlots() != planner.TotalSlots {
 		return false, "slots are moving"
 	}
 	for id, v := range st.View {
@@ -73,7 +74,7 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 	return true, ""
 }
 
-// approveRolls approves pod rolls: at most one serving node per cluster at a time, replicas first,
+// Approve approves pod rolls: at most one serving node per cluster at a time, replicas first,
 // a primary only after its most up-to-date replica took over. A node whose pod is not ready
 // is approved at once only when Valkey does not know it as a primary that owns slots (or
 // knows it as failed with no replica to take over); otherwise it takes the same path as a
@@ -81,16 +82,16 @@ func stableFor(st *clusterState, skip *valkeyv1.ValkeyNode) (bool, string) {
 // Approvals are counted from the API server, not from memory or a possibly stale cache.
 // Steps: clear finished and withdraw stale approvals, approve the pods that serve nothing,
 // pick the next node, hand it over.
-func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, error) {
+func (ro *Rolls) Approve(ctx context.Context, st *Round) (bool, error) {
 	pending, anyApproved := rollRequests(st)
 	if !anyApproved && len(pending) == 0 {
 		return false, nil
 	}
-	active, cleared, err := r.clearFinishedRolls(ctx, st)
+	active, cleared, err := ro.clearFinishedRolls(ctx, st)
 	if err != nil {
 		return false, err
 	}
-	serving, acted := r.approveNotServing(ctx, st, pending)
+	serving, acted := ro.approveNotServing(ctx, st, pending)
 	if len(serving) == 0 {
 		return acted || cleared, nil
 	}
@@ -100,12 +101,12 @@ func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, 
 		waitForTurn(st, serving, "another node of the cluster is rolling")
 		return acted || cleared, nil
 	}
-	next, primary, why := r.pickNextRoll(ctx, st, serving)
+	next, primary, why := ro.pickNextRoll(ctx, st, serving)
 	if next == nil {
 		waitForTurn(st, serving, why)
 		return acted, nil
 	}
-	if err := r.handOver(ctx, st, next, primary); err != nil {
+	if err := ro.handOver(ctx, st, next, primary); err != nil {
 		return true, err
 	}
 	waitForTurn(st, serving, "another node of the cluster is rolling")
@@ -115,12 +116,12 @@ func (r *Reconciler) approveRolls(ctx context.Context, st *clusterState) (bool, 
 // rollRequests are the nodes whose roll is pending for their current generation and not
 // approved, or approved for another generation or role; anyApproved tells whether some
 // node (as cached) is approved.
-func rollRequests(st *clusterState) (pending []*valkeyv1.ValkeyNode, anyApproved bool) {
+func rollRequests(st *Round) (pending []*valkeyv1.ValkeyNode, anyApproved bool) {
 	for _, n := range st.Nodes {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionRollApproved) {
 			anyApproved = true
 		}
-		if holds, _ := approvalHolds(st, n); n.DeletionTimestamp.IsZero() && !holds &&
+		if holds, _ := ApprovalHolds(st.State, n); n.DeletionTimestamp.IsZero() && !holds &&
 			status.IsCurrentTrue(n, n.Status.Conditions, valkeyv1.ConditionRollPending) {
 			pending = append(pending, n)
 		}
@@ -128,11 +129,11 @@ func rollRequests(st *clusterState) (pending []*valkeyv1.ValkeyNode, anyApproved
 	return pending, anyApproved
 }
 
-// approvalHolds tells whether n's RollApproved=True still holds: it was given for n's
+// ApprovalHolds tells whether n's RollApproved=True still holds: it was given for n's
 // current generation and, until the workload applies the template, for the role n has now.
 // The reason names that role: ApprovedWithoutReplica a primary that owns slots; Approved
 // and FailedOver a node that owns none. why says what changed when it does not hold.
-func approvalHolds(st *clusterState, n *valkeyv1.ValkeyNode) (holds bool, why string) {
+func ApprovalHolds(st *round.State, n *valkeyv1.ValkeyNode) (holds bool, why string) {
 	c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollApproved)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return false, ""
@@ -160,9 +161,9 @@ func roleWord(servesSlots bool) string {
 // clearFinishedRolls withdraws the approval of nodes that are back from their roll, or
 // whose approval no longer holds, and counts the approved nodes still rolling, fresh from
 // the API server.
-func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (active int, cleared bool, err error) {
+func (ro *Rolls) clearFinishedRolls(ctx context.Context, st *Round) (active int, cleared bool, err error) {
 	var list valkeyv1.ValkeyNodeList
-	if err := r.APIReader.List(ctx, &list, client.InNamespace(st.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.Cluster.Name}); err != nil {
+	if err := ro.APIReader.List(ctx, &list, client.InNamespace(st.Cluster.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: st.Cluster.Name}); err != nil {
 		return 0, false, fmt.Errorf("list ValkeyNodes: %w", err)
 	}
 	for i := range list.Items {
@@ -172,20 +173,20 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 		}
 		if waitsForVolume(n) {
 			// Not rolling and not about to: the others do not wait for it.
-			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
-			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
+			st.Roll[n.Name] = Condition(false, valkeyv1.ReasonApprovalWithdrawn, "its claim is not ready: the roll is decided again once it is")
+			ro.Event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: its claim is not ready", n.Name)
 			cleared = true
 			continue
 		}
 		if rollDone(st, n) {
-			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonNotRequested, "roll finished")
-			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
+			st.Roll[n.Name] = Condition(false, valkeyv1.ReasonNotRequested, "roll finished")
+			ro.Event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollFinished, "Roll", "%s is back and joined after its roll", n.Name)
 			cleared = true
 			continue
 		}
-		if holds, why := approvalHolds(st, n); !holds {
-			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
-			r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
+		if holds, why := ApprovalHolds(st.State, n); !holds {
+			st.Roll[n.Name] = Condition(false, valkeyv1.ReasonApprovalWithdrawn, why+": deciding again")
+			ro.Event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApprovalWithdrawn, "Roll", "roll approval of %s withdrawn: %s", n.Name, why)
 			cleared = true
 			continue
 		}
@@ -199,8 +200,8 @@ func (r *Reconciler) clearFinishedRolls(ctx context.Context, st *clusterState) (
 // approveNotServing approves at once the pending nodes whose pod is not ready and that
 // serve nothing, and returns the others (ready, or known to Valkey as a primary that owns
 // slots): they wait for their turn like any other.
-func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pending []*valkeyv1.ValkeyNode) (serving []*valkeyv1.ValkeyNode, acted bool) {
-	st.ProbeNotReady(ctx, pending, r.Options.ValkeyPort)
+func (ro *Rolls) approveNotServing(ctx context.Context, st *Round, pending []*valkeyv1.ValkeyNode) (serving []*valkeyv1.ValkeyNode, acted bool) {
+	st.ProbeNotReady(ctx, pending, ro.ValkeyPort)
 	for _, n := range pending {
 		if status.IsTrue(n.Status.Conditions, valkeyv1.ConditionWorkloadReady) {
 			serving = append(serving, n)
@@ -211,12 +212,12 @@ func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pe
 			serving = append(serving, n)
 			continue
 		}
-		st.Roll[n.Name] = rollCondition(true, reason, msg)
+		st.Roll[n.Name] = Condition(true, reason, msg)
 		eventType := corev1.EventTypeNormal
 		if reason == valkeyv1.ReasonApprovedNoReplica {
 			eventType = corev1.EventTypeWarning
 		}
-		r.event(st.State, n, eventType, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: %s", n.Name, msg)
+		ro.Event(st.State, n, eventType, valkeyv1.EventRollApproved, "Roll", "roll of %s approved: %s", n.Name, msg)
 		acted = true
 	}
 	return serving, acted
@@ -226,7 +227,7 @@ func (r *Reconciler) approveNotServing(ctx context.Context, st *clusterState, pe
 // when it may roll at once: Valkey does not know it as a primary that owns slots, nothing
 // of the cluster answers to tell, or the cluster flags it failed and no replica in sync
 // can take over (waiting would not bring its slots back). "" when it must wait its turn.
-func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg string) {
+func notServingApproval(st *Round, n *valkeyv1.ValkeyNode) (reason, msg string) {
 	line, _, known := st.ServedBy(n)
 	switch {
 	case !known:
@@ -242,10 +243,10 @@ func notServingApproval(st *clusterState, n *valkeyv1.ValkeyNode) (reason, msg s
 }
 
 // waitForTurn marks the nodes not decided this round as waiting, with why.
-func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
+func waitForTurn(st *Round, nodes []*valkeyv1.ValkeyNode, why string) {
 	for _, n := range nodes {
 		if st.Roll[n.Name] == nil {
-			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
+			st.Roll[n.Name] = Condition(false, valkeyv1.ReasonWaitingForTurn, why)
 		}
 	}
 }
@@ -254,7 +255,7 @@ func waitForTurn(st *clusterState, nodes []*valkeyv1.ValkeyNode, why string) {
 // it is a primary that owns slots; nil with the reason when none may go now. A primary that
 // waits for a node of its shard whose claim is not ready (volumeWait) is passed over, with
 // its own reason, so that it holds no other shard.
-func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
+func (ro *Rolls) pickNextRoll(ctx context.Context, st *Round, serving []*valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, bool, string) {
 	// Choose the order only once the workload controller has looked at every node's
 	// current spec: a replica whose roll is not reported yet must still go first.
 	for _, n := range st.Nodes {
@@ -279,8 +280,8 @@ func (r *Reconciler) pickNextRoll(ctx context.Context, st *clusterState, serving
 				st.Wait(msg, wait)
 				return nil, false, msg
 			}
-			if why = r.volumeWait(ctx, st, n); why != "" {
-				st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonWaitingForTurn, why)
+			if why = ro.volumeWait(ctx, st, n); why != "" {
+				st.Roll[n.Name] = Condition(false, valkeyv1.ReasonWaitingForTurn, why)
 				continue
 			}
 		}
@@ -305,7 +306,7 @@ const rollSettle = 5 * time.Second
 
 // requestsSettling is how long until rollSettle has passed since the newest roll request
 // (RollPending turned True) of the cluster's nodes; 0 when it has.
-func requestsSettling(st *clusterState, now time.Time) time.Duration {
+func requestsSettling(st *Round, now time.Time) time.Duration {
 	var newest time.Time
 	for _, n := range st.Nodes {
 		if c := status.Get(n.Status.Conditions, valkeyv1.ConditionRollPending); c != nil && c.Status == metav1.ConditionTrue && c.LastTransitionTime.After(newest) {
@@ -319,30 +320,30 @@ func requestsSettling(st *clusterState, now time.Time) time.Duration {
 // is the primary failed over for this roll); a primary without a synced replica with a
 // warning (its slots are unavailable while it restarts); any other primary after its most
 // up-to-date replica took over, which failover starts and a later round sees done.
-func (r *Reconciler) handOver(ctx context.Context, st *clusterState, n *valkeyv1.ValkeyNode, primary bool) error {
+func (ro *Rolls) handOver(ctx context.Context, st *Round, n *valkeyv1.ValkeyNode, primary bool) error {
 	m := st.RollMember(n)
-	running := r.failovers.Running(st.Cluster.UID, n.Name)
+	running := ro.Failovers.Running(st.Cluster.UID, n.Name)
 	switch {
 	case !primary && failingOver(n):
-		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
-		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
+		st.Roll[n.Name] = Condition(true, valkeyv1.ReasonFailedOver, "failed over to a replica: safe to restart")
+		ro.Event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of %s approved after failover", n.Name)
 	case !primary:
-		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
-		r.event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
+		st.Roll[n.Name] = Condition(true, valkeyv1.ReasonApproved, "replica: safe to restart")
+		ro.Event(st.State, n, corev1.EventTypeNormal, valkeyv1.EventRollApproved, "Roll", "roll of replica %s approved", n.Name)
 	case len(failover.SyncedReplicas(st.State, m)) == 0 && !running:
-		st.Roll[n.Name] = rollCondition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
-		r.event(st.State, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
+		st.Roll[n.Name] = Condition(true, valkeyv1.ReasonApprovedNoReplica, "primary without a replica: its slots are unavailable while it restarts")
+		ro.Event(st.State, n, corev1.EventTypeWarning, valkeyv1.EventRollWithoutReplica, "Roll", "roll of primary %s approved without a replica: its %d slots are unavailable while it restarts", n.Name, m.Self.SlotCount())
 	default:
-		if stalled, _ := r.failovers.Stalled(st.State, n.Name); !running && !stalled {
+		if stalled, _ := ro.Failovers.Stalled(st.State, n.Name); !running && !stalled {
 			// Tell the world first, then start the failover; a later round approves.
-			if err := r.applyRollOnly(ctx, st, n, rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
+			if err := st.ApplyNow(ctx, n, Condition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")); err != nil {
 				return err
 			}
 		}
-		r.failovers.Start(ctx, st.State, m, "roll")
-		st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
-		if stalled, why := r.failovers.Stalled(st.State, n.Name); stalled {
-			st.Roll[n.Name] = rollCondition(false, valkeyv1.ReasonFailoverBackoff, why)
+		ro.Failovers.Start(ctx, st.State, m, "roll")
+		st.Roll[n.Name] = Condition(false, valkeyv1.ReasonFailingOver, "failing over to a replica before the roll")
+		if stalled, why := ro.Failovers.Stalled(st.State, n.Name); stalled {
+			st.Roll[n.Name] = Condition(false, valkeyv1.ReasonFailoverBackoff, why)
 		}
 	}
 	return nil
