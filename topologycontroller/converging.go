@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/planner"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -85,32 +86,13 @@ func convergingIn(st *clusterState) []string {
 			why = append(why, n.Name+": "+o.Joined.Message)
 		}
 	}
-	why = append(why, slotsNotSpread(st)...)
+	why = append(why, migration.SlotsNotSpread(st.State)...)
 	if st.AssignedSlots() != planner.TotalSlots {
 		return why
 	}
 	for _, m := range st.SortedMembers() {
 		if st.InCluster(m) && m.ClusterState != "ok" {
 			why = append(why, fmt.Sprintf("%s reports cluster_state %s", m.Node.Name, m.ClusterState))
-		}
-	}
-	return why
-}
-
-// slotsNotSpread lists the primaries that report more slots of their own than the seed's
-// view gives them: slots assigned a round ago that gossip has not brought to the seed yet.
-func slotsNotSpread(st *clusterState) []string {
-	var why []string
-	for _, m := range st.SortedMembers() {
-		if !m.Self.Primary() || m == st.Seed {
-			continue
-		}
-		seen := 0
-		if n := st.View[m.ID()]; n != nil {
-			seen = n.SlotCount()
-		}
-		if own := m.Self.SlotCount(); own > seen {
-			why = append(why, fmt.Sprintf("%s owns %d slots, the seed sees %d", m.Node.Name, own, seen))
 		}
 	}
 	return why

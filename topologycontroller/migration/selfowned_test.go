@@ -1,6 +1,7 @@
 package migration
 
 import (
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -56,6 +57,12 @@ func TestSlotOwnersCountsSlotsTheSeedHasNotSeenYet(t *testing.T) {
 	}
 	if got := len(owned["cccc"]); got != 0 {
 		t.Errorf("cccc owns %d slots, want none", got)
+	}
+
+	// Until the seed sees them, the round is not settled: the controller looks again soon.
+	why := SlotsNotSpread(st.State)
+	if len(why) != 1 || !strings.HasPrefix(why[0], "b owns 5462 slots, the seed sees 0") {
+		t.Errorf("slots not spread yet: %q, want b's alone", why)
 	}
 
 }
