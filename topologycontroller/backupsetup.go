@@ -7,6 +7,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -113,4 +114,36 @@ func (s *partitioned) schedulesOf(ctx context.Context, p int) []reconcile.Reques
 		sc := o.(*valkeyv1.ValkeyBackupSchedule)
 		return s.set.Of(partition.ClusterKey(sc.Namespace, sc.Spec.ClusterName)) == p
 	}, "the ValkeyBackupSchedules of a partition gained")
+}
+
+// clustersRestoringFrom maps a ValkeyBackup to the clusters of its namespace restoring from
+// it that are not restored yet: a backup appearing or completing lets them start.
+func (r *Reconciler) clustersRestoringFrom(ctx context.Context, o client.Object) []reconcile.Request {
+	var list valkeyv1.ValkeyClusterList
+	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
+		return nil
+	}
+	var out []reconcile.Request
+	for _, vc := range list.Items {
+		if vc.Spec.RestoreFrom == o.GetName() && !status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionRestored) {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vc)})
+		}
+	}
+	return out
+}
+
+// clustersOfBackup maps a ValkeyBackup to the cluster it backs up and to the clusters
+// restoring from it.
+func (r *Reconciler) clustersOfBackup(ctx context.Context, o client.Object) []reconcile.Request {
+	return append(clusterOfBackup(ctx, o), r.clustersRestoringFrom(ctx, o)...)
+}
+
+// backupPhaseChanged passes a ValkeyBackup's creation and deletion, and an update that
+// changes its phase.
+func backupPhaseChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyBackup)
+		n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyBackup)
+		return ok1 && ok2 && o.Status.Phase != n.Status.Phase
+	}}
 }

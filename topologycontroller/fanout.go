@@ -14,6 +14,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/owned"
+	"valkey.io/operator/topologycontroller/backup"
 	"valkey.io/operator/topologycontroller/round"
 )
 
@@ -31,13 +32,13 @@ func desiredNodeSpec(vc *valkeyv1.ValkeyCluster, shard, replica int32, ref *valk
 const fanOutParallelism = 8
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
-// to date (spec.restore: see restorePlan.nodeRestore), holding their image and config while
+// to date (spec.restore: see backup.RestorePlan.NodeRestore), holding their image and config while
 // versionHold refuses the cluster's. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
 // Nodes that are no longer wanted are removed by the scale-in phase (membership.Members.ScaleIn) once drained. A node is the
 // cluster's when its controller ownerReference has the cluster's UID: a node of the same
 // name left by a deleted cluster of the same name is not, and its replacement is created
 // once it is gone (waiting lists them meanwhile).
-func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef, restore *restorePlan) (nodes []*valkeyv1.ValkeyNode, waiting []string, err error) {
+func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref *valkeyv1.SecretKeyRef, restore *backup.RestorePlan) (nodes []*valkeyv1.ValkeyNode, waiting []string, err error) {
 	var list valkeyv1.ValkeyNodeList
 	if err := r.List(ctx, &list, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}); err != nil {
 		return nil, nil, fmt.Errorf("list ValkeyNodes of %s: %w", vc.Name, err)
@@ -68,7 +69,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 				spec.Image, spec.Config = heldImage, maps.Clone(heldConfig)
 			}
 			n, ok := existing[name]
-			spec.Restore = restore.nodeRestore(shard, replica, n)
+			spec.Restore = restore.NodeRestore(shard, replica, n)
 			switch {
 			case !ok && foreign[name] != nil:
 				waiting = append(waiting, notOursYet(foreign[name]))

@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 // reconcileNormal: restore source → passwords and users → ValkeyNodes → observe Valkey → users → phases →
 // status.
 func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyCluster) (ctrl.Result, error) {
-	restore, blocked, err := r.restorePlanOf(ctx, vc)
+	restore, blocked, err := r.backups.PlanRestore(ctx, vc)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
@@ -114,8 +114,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if certificate != nil {
 		cs.UseTLS(certificate.Roots)
 	}
-	st := newClusterState(round.Observe(ctx, vc, nodes, cs, r.Options.ValkeyPort))
-	st.restore = restore
+	st := newClusterState(round.Observe(ctx, vc, nodes, cs, r.Options.ValkeyPort), restore)
 	for _, w := range waiting {
 		st.Wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
 	}
@@ -145,10 +144,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	return r.finish(ctx, st)
 }
 
-// noteRestoreAndStorage reports the round's restore (see noteRestore) and the nodes' volumes
+// noteRestoreAndStorage reports the round's restore (see backup.Saver.NoteRestore) and the nodes' volumes
 // (see noteStorage).
 func (r *Reconciler) noteRestoreAndStorage(st *clusterState) {
-	r.noteRestore(st)
+	r.backups.NoteRestore(st.backups)
 	r.noteStorage(st)
 }
 
@@ -208,7 +207,9 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 	phases := []phase{
 		{"meet", onState(r.members.Meet)},
 		{"resume migrations", func(ctx context.Context, st *clusterState) (bool, error) { return r.mover.Resume(ctx, st.moves) }},
-		{"hold for restore", r.holdForRestore},
+		{"hold for restore", func(ctx context.Context, st *clusterState) (bool, error) {
+			return r.backups.HoldForRestore(ctx, st.backups)
+		}},
 		{"take over", onState(r.failovers.TakeOver)},
 		{"replicate", onState(r.members.Replicate)},
 		{"forget", onState(r.members.Forget)},
@@ -268,7 +269,7 @@ func (r *Reconciler) setUpConcerns() {
 		Event: r.event, Flush: r.members.FlushIfHeldElsewhere,
 	}
 	r.rolls = &roll.Rolls{APIReader: r.APIReader, ValkeyPort: r.Options.ValkeyPort, Event: r.event, Failovers: r.failovers}
-	r.backups = backup.New(r.Client, r.Recorder, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
+	r.backups = backup.New(r.Client, r.Recorder, r.event, backup.Options{CatchUpTimeout: r.Options.BackupCatchUpTimeout, CutTimeout: r.Options.BackupCutTimeout})
 }
 
 // onState is a phase of a concern that needs only the round's observation.

@@ -30,10 +30,6 @@ type clusterState struct {
 	usersApplied *metav1.Condition
 	// backups is the backups' part of the round (package backup).
 	backups *backup.Round
-	// restore is the cluster's restore (nil without spec.restoreFrom); restoredCond its
-	// Restored decided this round.
-	restore      *restorePlan
-	restoredCond *metav1.Condition
 	// headroom is the cluster's VolumeHeadroom (nil without spec.persistence).
 	headroom *metav1.Condition
 	// config is each node's ConfigApplied decided this round, by node name; configApplied
@@ -42,9 +38,9 @@ type clusterState struct {
 	configApplied *metav1.Condition
 }
 
-func newClusterState(st *round.State) *clusterState {
+func newClusterState(st *round.State, restore *backup.RestorePlan) *clusterState {
 	cs := &clusterState{State: st, moves: migration.NewRound(st)}
-	cs.backups = backup.NewRound(st, func() string { return clusterBusy(cs) })
+	cs.backups = backup.NewRound(st, restore, func() string { return clusterBusy(cs) })
 	return cs
 }
 

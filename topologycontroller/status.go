@@ -76,8 +76,8 @@ func (r *Reconciler) applyStatus(ctx context.Context, st *clusterState) error {
 	if st.usersApplied != nil {
 		cst.Conditions = append(cst.Conditions, *st.usersApplied)
 	}
-	if st.restoredCond != nil {
-		cst.Conditions = append(cst.Conditions, *st.restoredCond)
+	if c := st.backups.Restored(); c != nil {
+		cst.Conditions = append(cst.Conditions, *c)
 	}
 	if st.headroom != nil {
 		cst.Conditions = append(cst.Conditions, *st.headroom)

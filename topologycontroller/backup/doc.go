@@ -3,7 +3,10 @@
 // saved point), waits for the volume controller to cut each shard's VolumeSnapshot, and
 // reports the ValkeyBackup's phase, shards, conditions and events; while a backup saves its
 // points, slot moves wait (Underway). Its own small controller (Reconciler) reports the
-// backups whose cluster is missing or went away.
+// backups whose cluster is missing or went away. A cluster restored from a backup
+// (spec.restoreFrom) is planned here too (PlanRestore, RestorePlan.NodeRestore): its
+// restored nodes join before anything else happens (HoldForRestore), and its Restored is
+// decided each round (NoteRestore).
 //
 // It reads the round (package round), the cluster's ValkeyBackups and the servers; it
 // writes only ValkeyBackups' status and events. The saved points the nodes carry are

@@ -3,6 +3,7 @@ package backup
 import (
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/recorder"
 
@@ -31,13 +32,15 @@ type Saver struct {
 	Client   client.Client
 	Recorder recorder.EventRecorder
 	Options  Options
+	// Event records the restores' events on the cluster.
+	Event round.EventFunc
 
 	saves *saveBook
 }
 
 // New is the backups' saver of one controller.
-func New(c client.Client, rec recorder.EventRecorder, opts Options) *Saver {
-	return &Saver{Client: c, Recorder: rec, Options: opts, saves: newSaveBook()}
+func New(c client.Client, rec recorder.EventRecorder, event round.EventFunc, opts Options) *Saver {
+	return &Saver{Client: c, Recorder: rec, Event: event, Options: opts, saves: newSaveBook()}
 }
 
 // Round is the backups' part of one reconcile: the observed cluster, and what the backups
@@ -51,13 +54,20 @@ type Round struct {
 	// savedPoints are the saved points the nodes carry for the backup under way, by node
 	// name (see Run).
 	savedPoints map[string]*valkeyv1.SavedPoint
+	// restore is the cluster's restore (nil without spec.restoreFrom); restored its
+	// Restored decided this round (see NoteRestore).
+	restore  *RestorePlan
+	restored *metav1.Condition
 }
 
-// NewRound is the backups' part of the round st; busy says what keeps a backup from
-// starting.
-func NewRound(st *round.State, busy func() string) *Round {
-	return &Round{State: st, busy: busy}
+// NewRound is the backups' part of the round st, restoring as restore says (nil without
+// spec.restoreFrom); busy says what keeps a backup from starting.
+func NewRound(st *round.State, restore *RestorePlan, busy func() string) *Round {
+	return &Round{State: st, restore: restore, busy: busy}
 }
+
+// Restored is the cluster's Restored condition decided this round (nil without a restore).
+func (st *Round) Restored() *metav1.Condition { return st.restored }
 
 // SavedPoints are the saved points the nodes carry for the backup under way, by node name,
 // once Run ran (nil without one).

@@ -1,4 +1,4 @@
-package topologycontroller
+package backup
 
 import (
 	"context"
@@ -7,12 +7,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -30,8 +27,8 @@ import (
 
 // +kubebuilder:rbac:groups=valkey.io,resources=valkeybackups,verbs=get;list;watch
 
-// restorePlan is what fan-out and forming need of a cluster restored from a backup.
-type restorePlan struct {
+// RestorePlan is what fan-out and forming need of a cluster restored from a backup.
+type RestorePlan struct {
 	backup   string
 	identity valkeyv1.RestoreIdentity
 	// replica is the replica index of each shard's restored node, snapshot its snapshot.
@@ -42,24 +39,24 @@ type restorePlan struct {
 	restored bool
 }
 
-// restoreBlocked says why a restore cannot start: a Restored reason and a message.
-type restoreBlocked struct{ reason, msg string }
+// Blocked says why a restore cannot start: a Restored reason and a message.
+type Blocked struct{ Reason, Msg string }
 
-// restorePlanOf reads the backup vc restores from: nil without spec.restoreFrom, a
-// restoreBlocked when the backup is missing, not Completed or of another shard count.
-func (r *Reconciler) restorePlanOf(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*restorePlan, *restoreBlocked, error) {
+// PlanRestore reads the backup vc restores from: nil without spec.restoreFrom, a
+// Blocked when the backup is missing, not Completed or of another shard count.
+func (sv *Saver) PlanRestore(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*RestorePlan, *Blocked, error) {
 	if vc.Spec.RestoreFrom == "" {
 		return nil, nil, nil
 	}
-	plan := &restorePlan{backup: vc.Spec.RestoreFrom}
+	plan := &RestorePlan{backup: vc.Spec.RestoreFrom}
 	if status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionRestored) {
 		plan.restored = true
 		return plan, nil, nil
 	}
 	var b valkeyv1.ValkeyBackup
-	if err := r.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: vc.Spec.RestoreFrom}, &b); err != nil {
-		if isNotFound(err) {
-			return nil, &restoreBlocked{valkeyv1.ReasonRestoreSourceMissing, fmt.Sprintf(
+	if err := sv.Client.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: vc.Spec.RestoreFrom}, &b); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &Blocked{valkeyv1.ReasonRestoreSourceMissing, fmt.Sprintf(
 				"the ValkeyBackup %s does not exist in namespace %s: create it, or delete this cluster and restore from a backup that exists; no node is created until then", vc.Spec.RestoreFrom, vc.Namespace)}, nil
 		}
 		return nil, nil, fmt.Errorf("get ValkeyBackup %s: %w", vc.Spec.RestoreFrom, err)
@@ -83,7 +80,7 @@ func (r *Reconciler) restorePlanOf(ctx context.Context, vc *valkeyv1.ValkeyClust
 }
 
 // checkBackup tells why backup b cannot be restored into vc; nil when it can.
-func checkBackup(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) *restoreBlocked {
+func checkBackup(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) *Blocked {
 	if b.Status.Phase != valkeyv1.BackupCompleted {
 		phase, what := string(b.Status.Phase), "the restore starts once it completes"
 		if phase == "" {
@@ -92,11 +89,11 @@ func checkBackup(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) *restoreB
 		if b.Status.Phase == valkeyv1.BackupFailed {
 			what = "it never will: delete this cluster and restore from another backup"
 		}
-		return &restoreBlocked{valkeyv1.ReasonRestoreSourceIncomplete, fmt.Sprintf(
+		return &Blocked{valkeyv1.ReasonRestoreSourceIncomplete, fmt.Sprintf(
 			"the ValkeyBackup %s is %s, not Completed: %s; no node is created until then", b.Name, phase, what)}
 	}
 	if b.Status.ShardCount != vc.Spec.Shards {
-		return &restoreBlocked{valkeyv1.ReasonRestoreRefused, fmt.Sprintf(
+		return &Blocked{valkeyv1.ReasonRestoreRefused, fmt.Sprintf(
 			"this cluster has %d shards, the ValkeyBackup %s has %d: a restore needs the backup's shard count (it does not re-balance); delete this cluster and create it with shards: %d; no node is created",
 			vc.Spec.Shards, b.Name, b.Status.ShardCount, b.Status.ShardCount)}
 	}
@@ -106,17 +103,17 @@ func checkBackup(vc *valkeyv1.ValkeyCluster, b *valkeyv1.ValkeyBackup) *restoreB
 	}
 	for s := int32(0); s < b.Status.ShardCount; s++ {
 		if !have[s] {
-			return &restoreBlocked{valkeyv1.ReasonRestoreSourceIncomplete, fmt.Sprintf(
+			return &Blocked{valkeyv1.ReasonRestoreSourceIncomplete, fmt.Sprintf(
 				"the ValkeyBackup %s is Completed but has no snapshot of shard %d: restore from another backup; no node is created", b.Name, s)}
 		}
 	}
 	return nil
 }
 
-// nodeRestore is spec.restore of node (shard, replica); existing is the node as it is
+// NodeRestore is spec.restore of node (shard, replica); existing is the node as it is
 // (nil when it is to be created). Once restored, a node keeps its backup and identity, so
 // its pod does not change, but not the snapshot name: a claim made later starts empty.
-func (p *restorePlan) nodeRestore(shard, replica int32, existing *valkeyv1.ValkeyNode) *valkeyv1.NodeRestore {
+func (p *RestorePlan) NodeRestore(shard, replica int32, existing *valkeyv1.ValkeyNode) *valkeyv1.NodeRestore {
 	switch {
 	case p == nil:
 		return nil
@@ -135,31 +132,8 @@ func (p *restorePlan) nodeRestore(shard, replica int32, existing *valkeyv1.Valke
 	return &valkeyv1.NodeRestore{Backup: p.backup, SnapshotName: p.snapshot[shard], Identity: p.identity}
 }
 
-// reportRestoreBlocked reports a restore that cannot start: Restored=False, Ready=False and
-// Progressing=True with its reason (the other conditions stay as observed), and a Warning
-// event when it is new. No node is created; a change of the backup wakes the cluster.
-func (r *Reconciler) reportRestoreBlocked(ctx context.Context, vc *valkeyv1.ValkeyCluster, b *restoreBlocked) (ctrl.Result, error) {
-	if cur := status.Get(vc.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != b.reason || cur.Message != b.msg {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeWarning, b.reason, "Restore", "%s", b.msg)
-	}
-	st := *vc.Status.DeepCopy()
-	st.Conditions = []metav1.Condition{
-		status.Condition(valkeyv1.ConditionRestored, false, b.reason, b.msg),
-		status.Condition(valkeyv1.ConditionReady, false, b.reason, b.msg),
-		status.Condition(valkeyv1.ConditionProgressing, true, b.reason, b.msg),
-	}
-	for _, t := range append([]string{valkeyv1.ConditionDegraded, valkeyv1.ConditionSlotsAssigned}, valkeyv1.AccessConditions...) {
-		if c := status.Get(vc.Status.Conditions, t); c != nil {
-			kept := *c
-			kept.ObservedGeneration = 0
-			st.Conditions = append(st.Conditions, kept)
-		}
-	}
-	return ctrl.Result{}, r.Status.ApplyCluster(ctx, vc, st)
-}
-
 // restoredNodes are the nodes of st that start from the backup, by shard.
-func (st *clusterState) restoredNodes() map[int32]*valkeyv1.ValkeyNode {
+func (st *Round) restoredNodes() map[int32]*valkeyv1.ValkeyNode {
 	out := map[int32]*valkeyv1.ValkeyNode{}
 	for _, n := range st.Nodes {
 		if n.Spec.Restore != nil && n.DeletionTimestamp.IsZero() && metav1.IsControlledBy(n, st.Cluster) {
@@ -169,10 +143,10 @@ func (st *clusterState) restoredNodes() map[int32]*valkeyv1.ValkeyNode {
 	return out
 }
 
-// holdForRestore is the converge phase that, while the cluster is being restored, stops
+// HoldForRestore is the converge phase that, while the cluster is being restored, stops
 // the round before replicas are attached and slots assigned until every shard's restored
 // node has joined as a primary (with the slots of its keys, claimed as it loaded them).
-func (r *Reconciler) holdForRestore(_ context.Context, st *clusterState) (bool, error) {
+func (sv *Saver) HoldForRestore(_ context.Context, st *Round) (bool, error) {
 	if st.restore == nil || st.restore.restored {
 		return false, nil
 	}
@@ -196,9 +170,9 @@ func (r *Reconciler) holdForRestore(_ context.Context, st *clusterState) (bool, 
 	return true, nil
 }
 
-// noteRestore decides the cluster's Restored condition this round: True once every shard's
+// NoteRestore decides the cluster's Restored condition this round: True once every shard's
 // restored node is joined, a primary, and owns slots (with an event the first time).
-func (r *Reconciler) noteRestore(st *clusterState) {
+func (sv *Saver) NoteRestore(st *Round) {
 	p := st.restore
 	if p == nil {
 		return
@@ -206,66 +180,34 @@ func (r *Reconciler) noteRestore(st *clusterState) {
 	if p.restored {
 		c := *status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionRestored)
 		c.ObservedGeneration = 0
-		st.restoredCond = &c
+		st.restored = &c
 		return
 	}
 	restored := st.restoredNodes()
 	for s := int32(0); s < st.Cluster.Spec.Shards; s++ {
 		if c := restoreVolumeRefused(p.backup, s, restored[s]); c != nil && !restoredServes(st, restored[s]) {
-			r.restoreRefusedEvent(st, c)
-			st.restoredCond = c
+			sv.restoreRefusedEvent(st, c)
+			st.restored = c
 			return
 		}
 		if n := restored[s]; n == nil || !restoredServes(st, n) {
 			c := status.Condition(valkeyv1.ConditionRestored, false, valkeyv1.ReasonRestoring, fmt.Sprintf(
 				"restoring from %s: the restored node of shard %d has not joined as its primary with the slots of its keys yet", p.backup, s))
-			st.restoredCond = &c
+			st.restored = &c
 			return
 		}
 	}
 	msg := fmt.Sprintf("restored from %s: %d shards, each from its snapshot (node identities %s)", p.backup, st.Cluster.Spec.Shards, strings.ToLower(string(p.identity)))
 	c := status.Condition(valkeyv1.ConditionRestored, true, valkeyv1.ReasonRestored, msg)
-	st.restoredCond = &c
-	r.event(st.State, nil, corev1.EventTypeNormal, valkeyv1.EventRestored, "Restore", "%s", msg)
+	st.restored = &c
+	sv.Event(st.State, nil, corev1.EventTypeNormal, valkeyv1.EventRestored, "Restore", "%s", msg)
 }
 
 // restoredServes tells whether restored node n is joined as its shard's primary and owns
 // slots.
-func restoredServes(st *clusterState, n *valkeyv1.ValkeyNode) bool {
+func restoredServes(st *Round, n *valkeyv1.ValkeyNode) bool {
 	m := st.Members[n.Name]
 	return st.Joined(n) && m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 && st.Primary[n.Spec.Shard] == m
-}
-
-// clustersRestoringFrom maps a ValkeyBackup to the clusters of its namespace restoring from
-// it that are not restored yet: a backup appearing or completing lets them start.
-func (r *Reconciler) clustersRestoringFrom(ctx context.Context, o client.Object) []reconcile.Request {
-	var list valkeyv1.ValkeyClusterList
-	if err := r.List(ctx, &list, client.InNamespace(o.GetNamespace())); err != nil {
-		return nil
-	}
-	var out []reconcile.Request
-	for _, vc := range list.Items {
-		if vc.Spec.RestoreFrom == o.GetName() && !status.IsTrue(vc.Status.Conditions, valkeyv1.ConditionRestored) {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&vc)})
-		}
-	}
-	return out
-}
-
-// clustersOfBackup maps a ValkeyBackup to the cluster it backs up and to the clusters
-// restoring from it.
-func (r *Reconciler) clustersOfBackup(ctx context.Context, o client.Object) []reconcile.Request {
-	return append(clusterOfBackup(ctx, o), r.clustersRestoringFrom(ctx, o)...)
-}
-
-// backupPhaseChanged passes a ValkeyBackup's creation and deletion, and an update that
-// changes its phase.
-func backupPhaseChanged() predicate.Predicate {
-	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
-		o, ok1 := e.ObjectOld.(*valkeyv1.ValkeyBackup)
-		n, ok2 := e.ObjectNew.(*valkeyv1.ValkeyBackup)
-		return ok1 && ok2 && o.Status.Phase != n.Status.Phase
-	}}
 }
 
 // restoreVolumeRefused is Restored=False RestoreRefused for shard s while its restored node
@@ -287,8 +229,8 @@ func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav
 
 // restoreRefusedEvent sends a Warning event for c when the cluster's Restored does not say
 // it already.
-func (r *Reconciler) restoreRefusedEvent(st *clusterState, c *metav1.Condition) {
+func (sv *Saver) restoreRefusedEvent(st *Round, c *metav1.Condition) {
 	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionRestored); cur == nil || cur.Reason != c.Reason || cur.Message != c.Message {
-		r.event(st.State, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
+		sv.Event(st.State, nil, corev1.EventTypeWarning, c.Reason, "Restore", "%s", c.Message)
 	}
 }
