@@ -15,6 +15,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/requeue"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/access"
 	"valkey.io/operator/topologycontroller/backup"
 	"valkey.io/operator/topologycontroller/certs"
 	"valkey.io/operator/topologycontroller/exposure"
@@ -36,9 +37,11 @@ type Reconciler struct {
 	Options   Options
 	Status    status.Applier
 
-	// The concerns in their own packages, made by setUpConcerns: membership, rolls, slot moves (it
+	// The concerns in their own packages, made by setUpConcerns: access (it keeps the forms
+	// servers list users in), membership, rolls, slot moves (it
 	// keeps the stalled slots between rounds), failovers (the tries under way) and backups
 	// (the BGSAVEs under way).
+	keeper    *access.Keeper
 	members   *membership.Members
 	rolls     *roll.Rolls
 	mover     *migration.Mover
@@ -46,8 +49,6 @@ type Reconciler struct {
 	backups   *backup.Saver
 	// converging counts the rounds in a row that found Valkey still converging.
 	converging convergeBook
-	// aclForms are the forms servers list users in (see applyUsers).
-	aclForms aclForms
 	// live is what live config each server was given (see liveconfig.go).
 	live liveBook
 }
@@ -84,8 +85,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if blocked != nil {
 		return r.reportRestoreBlocked(ctx, vc, blocked)
 	}
-	ref, password, err := r.clusterPassword(ctx, vc)
-	if pe := (*passwordError)(nil); errors.As(err, &pe) {
+	ref, password, err := r.keeper.ClusterPassword(ctx, vc)
+	if pe := (*access.PasswordError)(nil); errors.As(err, &pe) {
 		return r.reportPassword(ctx, vc, pe)
 	}
 	if err != nil {
@@ -98,8 +99,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	creds, plan, err := r.prepareUsers(ctx, vc, password)
-	if pe := (*passwordError)(nil); errors.As(err, &pe) {
+	creds, plan, err := r.keeper.Prepare(ctx, vc, password)
+	if pe := (*access.PasswordError)(nil); errors.As(err, &pe) {
 		return r.reportPassword(ctx, vc, pe)
 	}
 	if err != nil {
@@ -118,7 +119,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	for _, w := range waiting {
 		st.Wait(w, 0) // their deletion wakes the cluster (they name it as their owner)
 	}
-	if pe := passwordRefused(st, ref); pe != nil {
+	if pe := access.PasswordRefused(st.State, ref); pe != nil {
 		// Acting on the servers that still answer could misjudge the others as lost.
 		return r.reportPassword(ctx, vc, pe)
 	}
@@ -126,7 +127,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err := r.protect(ctx, st); err != nil {
 		return ctrl.Result{}, err
 	}
-	if err := r.applyUsersPhase(ctx, st, plan); err != nil {
+	if st.usersApplied, err = r.keeper.ApplyUsers(ctx, st.State, plan); err != nil {
 		return ctrl.Result{}, err
 	}
 	computeJoined(st)
@@ -163,24 +164,6 @@ func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result,
 		return ctrl.Result{RequeueAfter: st.Requeue}, nil
 	}
 	return ctrl.Result{RequeueAfter: r.Options.ResyncPeriod}, nil
-}
-
-// prepareUsers reads the operator's password (making its Secret) and plans the users, and
-// makes sure the cluster's ACL Secret exists before any pod mounts it (with the lines
-// servers accepted before).
-func (r *Reconciler) prepareUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, defaultPassword string) (round.Credentials, *userPlan, error) {
-	opPassword, err := r.operatorPassword(ctx, vc)
-	if err != nil {
-		return round.Credentials{}, nil, err
-	}
-	plan, err := r.planUsers(ctx, vc, opPassword, defaultPassword)
-	if err != nil {
-		return round.Credentials{}, nil, err
-	}
-	if err := r.writeACLSecret(ctx, vc, plan, plan.aclFile(nil)); err != nil {
-		return round.Credentials{}, nil, err
-	}
-	return round.Credentials{User: valkeyv1.OperatorUser, Password: opPassword, DefaultPassword: defaultPassword}, plan, nil
 }
 
 // serverSettings brings what each server runs without a restart up to date: its TLS
@@ -257,6 +240,7 @@ func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 // setUpConcerns makes the concerns in their own packages, with the Reconciler's flags and
 // events.
 func (r *Reconciler) setUpConcerns() {
+	r.keeper = &access.Keeper{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder}
 	r.failovers = failover.New(failover.Options{
 		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
 	}, r.event)

@@ -10,17 +10,17 @@
 // restarted controller rebuilds or does without: the backoff of slots whose keys could not
 // move (package migration), the rounds in a row a cluster was still converging
 // (convergeBook), the failovers under way or backing off (package failover), the form each
-// server lists its users in (aclForms), the BGSAVEs of backups under way (package backup) and the
-// live config each server was given (liveBook).
+// server lists its users in (package access), the BGSAVEs of backups under way (package
+// backup) and the live config each server was given (liveBook).
 //
 // The concerns that stand on their own are packages beside it: round (what one reconcile
-// observes, the connections to the servers), membership (meet, replicate, forget, drain,
-// scale-in), migration (slot moves), failover (failovers and takeovers), roll (roll
-// approvals), backup (backups and restores), exposure (Services, NetworkPolicy,
-// PodDisruptionBudgets), certs (generated TLS), schedule (backup schedules) and planner (the
-// pure planning: which slots move where, the roll order). This package keeps setup, the
-// phase list (reconciler.go), fan-out, access (passwords, users, ACL), TLS reload, live
-// config, pause and the status.
+// observes, the connections to the servers), access (passwords, users, ACL), membership
+// (meet, replicate, forget, drain, scale-in), migration (slot moves), failover (failovers
+// and takeovers), roll (roll approvals), backup (backups and restores), exposure
+// (Services, NetworkPolicy, PodDisruptionBudgets), certs (generated TLS), schedule (backup
+// schedules) and planner (the pure planning: which slots move where, the roll order). This
+// package keeps setup, the phase list (reconciler.go), fan-out, TLS reload, live config,
+// pause and the status.
 package topologycontroller
 
 import (

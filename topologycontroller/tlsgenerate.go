@@ -80,7 +80,7 @@ func (r *Reconciler) issue(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *c
 		return nil, err
 	}
 	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM, certs.CACertKey: caPEM}
-	if err := r.writeSecret(ctx, vc, s, exists, valkeyv1.TLSSecretName(vc.Name), corev1.SecretTypeTLS, data); err != nil {
+	if err := r.keeper.WriteSecret(ctx, vc, s, exists, valkeyv1.TLSSecretName(vc.Name), corev1.SecretTypeTLS, data); err != nil {
 		return nil, err
 	}
 	b, err := certs.ParseBundle(data, time.Now())
@@ -114,7 +114,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 	if !isNotFound(err) {
 		return nil, nil, fmt.Errorf("get CA Secret %s: %w", name, err)
 	}
-	if nodes, err := r.ownedNodes(ctx, vc); err != nil || nodes > 0 {
+	if nodes, err := r.keeper.OwnedNodes(ctx, vc); err != nil || nodes > 0 {
 		if err != nil {
 			return nil, nil, err
 		}
@@ -128,7 +128,7 @@ func (r *Reconciler) clusterCA(ctx context.Context, vc *valkeyv1.ValkeyCluster) 
 		return nil, nil, err
 	}
 	data := map[string][]byte{corev1.TLSCertKey: certPEM, corev1.TLSPrivateKeyKey: keyPEM}
-	if err := r.writeSecret(ctx, vc, &s, false, name, corev1.SecretTypeTLS, data); err != nil {
+	if err := r.keeper.WriteSecret(ctx, vc, &s, false, name, corev1.SecretTypeTLS, data); err != nil {
 		return nil, nil, err
 	}
 	ca, err := certs.ParseKeyPair(certPEM, keyPEM)

@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -6,16 +6,17 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/acl"
 )
 
-// userPlan is what a reconcile gives the cluster's servers: the operator's own user, the
+// UserPlan is what a reconcile gives the cluster's servers: the operator's own user, the
 // replication and metrics users, the users of spec.users whose password Secrets are whole, and the
 // default user (last).
-type userPlan struct {
+type UserPlan struct {
 	operator    acl.User
 	replication acl.User
 	metrics     acl.User
@@ -39,10 +40,10 @@ type userProblem struct{ user, reason, msg string }
 // Secret, and plans the users. defaultPassword is the password of the default user when
 // spec.users does not list it (the cluster's password Secret); without spec.users the
 // default user keeps it with every permission, as servers with only requirepass had.
-func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, operatorPassword, defaultPassword string) (*userPlan, error) {
-	p := &userPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword),
+func (k *Keeper) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, operatorPassword, defaultPassword string) (*UserPlan, error) {
+	p := &UserPlan{operator: acl.Operator(valkeyv1.OperatorUser, operatorPassword),
 		replication: acl.Replication(operatorPassword, 0), metrics: acl.Metrics(operatorPassword, 0), listed: map[string]bool{}}
-	if err := r.readACLSecret(ctx, vc, p); err != nil {
+	if err := k.readACLSecret(ctx, vc, p); err != nil {
 		return nil, err
 	}
 	secrets := map[string]*corev1.Secret{}
@@ -52,7 +53,7 @@ func (r *Reconciler) planUsers(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 			p.problems = append(p.problems, *prob)
 			continue
 		}
-		hashes, prob, err := r.userHashes(ctx, vc.Namespace, u, secrets)
+		hashes, prob, err := k.userHashes(ctx, vc.Namespace, u, secrets)
 		if err != nil {
 			return nil, err
 		}
@@ -87,7 +88,7 @@ func ruleProblem(i int, u valkeyv1.UserSpec) *userProblem {
 
 // userHashes are the hashes of a user's passwords; a problem when a Secret or its key is
 // missing.
-func (r *Reconciler) userHashes(ctx context.Context, ns string, u valkeyv1.UserSpec, secrets map[string]*corev1.Secret) ([]string, *userProblem, error) {
+func (k *Keeper) userHashes(ctx context.Context, ns string, u valkeyv1.UserSpec, secrets map[string]*corev1.Secret) ([]string, *userProblem, error) {
 	hashes := make([]string, 0, len(u.PasswordSecrets))
 	for _, ref := range u.PasswordSecrets {
 		key := ref.Key
@@ -97,8 +98,8 @@ func (r *Reconciler) userHashes(ctx context.Context, ns string, u valkeyv1.UserS
 		s, ok := secrets[ref.Name]
 		if !ok {
 			s = &corev1.Secret{}
-			err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, s)
-			if err != nil && !isNotFound(err) {
+			err := k.APIReader.Get(ctx, client.ObjectKey{Namespace: ns, Name: ref.Name}, s)
+			if err != nil && !apierrors.IsNotFound(err) {
 				return nil, nil, fmt.Errorf("get Secret %s of user %s: %w", ref.Name, u.Name, err)
 			}
 			if err != nil {
@@ -122,17 +123,17 @@ func (r *Reconciler) userHashes(ctx context.Context, ns string, u valkeyv1.UserS
 }
 
 // readACLSecret reads the cluster's ACL Secret into p (aclSecret, previous).
-func (r *Reconciler) readACLSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, p *userPlan) error {
+func (k *Keeper) readACLSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, p *UserPlan) error {
 	p.previous = map[string]string{}
 	var s corev1.Secret
-	err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.ACLSecretName(vc.Name)}, &s)
-	if isNotFound(err) {
+	err := k.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: valkeyv1.ACLSecretName(vc.Name)}, &s)
+	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("get Secret %s: %w", valkeyv1.ACLSecretName(vc.Name), err)
 	}
-	if err := r.notOwnedSecret(ctx, vc, &s); err != nil {
+	if err := k.notOwnedSecret(ctx, vc, &s); err != nil {
 		return err
 	}
 	p.aclSecret = &s
@@ -149,7 +150,7 @@ func (r *Reconciler) readACLSecret(ctx context.Context, vc *valkeyv1.ValkeyClust
 // user left as it is keeps it; a line no server accepted yet could stop a server from
 // starting). The default user's line is always there unless spec.users lists it: its
 // rules are then the operator's own.
-func (p *userPlan) aclFile(verified map[string]bool) string {
+func (p *UserPlan) aclFile(verified map[string]bool) string {
 	var b strings.Builder
 	b.WriteString("# users of the cluster, written by the topology controller from spec.users; passwords are SHA-256 hashes\n")
 	done := map[string]bool{}

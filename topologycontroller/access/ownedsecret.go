@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -17,19 +18,19 @@ import (
 
 // createSecret creates the generated Secret name with a random password, owned by vc. When
 // another reconcile made it first, that one is read and used.
-func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, name string) (*corev1.Secret, error) {
+func (k *Keeper) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, name string) (*corev1.Secret, error) {
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
 		return nil, fmt.Errorf("generate password: %w", err)
 	}
-	s, err := r.ownedSecret(vc, name, corev1.SecretTypeOpaque,
+	s, err := k.ownedSecret(vc, name, corev1.SecretTypeOpaque,
 		map[string][]byte{valkeyv1.DefaultPasswordKey: []byte(base64.RawURLEncoding.EncodeToString(buf))})
 	if err != nil {
 		return nil, err
 	}
-	err = r.Create(ctx, s)
-	if isAlreadyExists(err) {
-		if err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+	err = k.Client.Create(ctx, s)
+	if apierrors.IsAlreadyExists(err) {
+		if err := k.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
 			return nil, fmt.Errorf("get Secret %s: %w", name, err)
 		}
 		return s, nil
@@ -37,19 +38,19 @@ func (r *Reconciler) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluste
 	if err != nil {
 		return nil, fmt.Errorf("create Secret %s: %w", name, err)
 	}
-	r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
+	k.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
 	return s, nil
 }
 
 // ownedSecret is the Secret name of vc's namespace holding data, with the cluster's labels
 // and vc as its controller, as the controller makes its generated Secrets.
-func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ corev1.SecretType, data map[string][]byte) (*corev1.Secret, error) {
+func (k *Keeper) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ corev1.SecretType, data map[string][]byte) (*corev1.Secret, error) {
 	s := &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace, Labels: owned.ClusterLabels(vc.Name)},
 		Type:       typ,
 		Data:       data,
 	}
-	return s, controllerutil.SetControllerReference(vc, s, r.Scheme())
+	return s, controllerutil.SetControllerReference(vc, s, k.Client.Scheme())
 }
 
 // notOwnedSecret refuses a generated Secret (<cluster>-auth, -operator, -acl) that is not
@@ -59,13 +60,13 @@ func (r *Reconciler) ownedSecret(vc *valkeyv1.ValkeyCluster, name string, typ co
 // controller (someone else made it) while the cluster has no node running with it, unless
 // annotated valkey.io/adopt=true. A Secret without a controller is used once the cluster's
 // nodes exist: that is a Secret restored by its user after it was deleted.
-func (r *Reconciler) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret) error {
+func (k *Keeper) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret) error {
 	ref := metav1.GetControllerOf(s)
 	if ref != nil && ref.UID == vc.UID {
 		return nil
 	}
 	if ref != nil {
-		return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
+		return &PasswordError{Reason: valkeyv1.ReasonPasswordSecretNotOwned, Msg: fmt.Sprintf(
 			"the Secret %s belongs to %s %s (uid %s), not to this ValkeyCluster (uid %s): it is neither used nor replaced, and no node is started; "+
 				"garbage collection removes it when its owner is gone (or delete it), then a new one is generated; to keep a password of it, name a copy of it in spec.passwordSecret",
 			s.Name, ref.Kind, ref.Name, ref.UID, vc.UID)}
@@ -73,32 +74,32 @@ func (r *Reconciler) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyClus
 	if s.Annotations[valkeyv1.AnnotationAdopt] == "true" {
 		return nil
 	}
-	nodes, err := r.ownedNodes(ctx, vc)
+	nodes, err := k.OwnedNodes(ctx, vc)
 	if err != nil || nodes > 0 {
 		return err
 	}
-	return &passwordError{valkeyv1.ReasonPasswordSecretNotOwned, fmt.Sprintf(
+	return &PasswordError{Reason: valkeyv1.ReasonPasswordSecretNotOwned, Msg: fmt.Sprintf(
 		"the Secret %s was not made by the operator and this ValkeyCluster has no node yet: it is neither used nor replaced, and no node is started; "+
 			"if it is yours to give this cluster (restored from a backup), annotate it %s=true; otherwise delete it or name the cluster otherwise",
 		s.Name, valkeyv1.AnnotationAdopt)}
 }
 
-// writeSecret creates the Secret name (owned by vc) with data, or replaces the data of the
+// WriteSecret creates the Secret name (owned by vc) with data, or replaces the data of the
 // existing s.
-func (r *Reconciler) writeSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, name string, typ corev1.SecretType, data map[string][]byte) error {
+func (k *Keeper) WriteSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, name string, typ corev1.SecretType, data map[string][]byte) error {
 	if exists {
 		s.Data = data
-		if err := r.Update(ctx, s); err != nil {
+		if err := k.Client.Update(ctx, s); err != nil {
 			return fmt.Errorf("update Secret %s: %w", name, err)
 		}
 		return nil
 	}
-	created, err := r.ownedSecret(vc, name, typ, data)
+	created, err := k.ownedSecret(vc, name, typ, data)
 	if err != nil {
 		return err
 	}
 	*s = *created
-	if err := r.Create(ctx, s); err != nil {
+	if err := k.Client.Create(ctx, s); err != nil {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
 	return nil

@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -38,7 +38,7 @@ func newUsersOutcome() *usersOutcome {
 // second: a replica restarted with it as its masteruser authenticates once its primary has
 // it. While a server still replicates as the operator's user (started by an earlier
 // valkey-start), the operator's user keeps the replication grants it had then.
-func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPlan) *usersOutcome {
+func (k *Keeper) applyUsers(ctx context.Context, st *round.State, p *UserPlan) *usersOutcome {
 	out := newUsersOutcome()
 	listed := map[*round.Member]map[string]acl.Listed{}
 	legacy := false
@@ -56,7 +56,7 @@ func (r *Reconciler) applyUsers(ctx context.Context, st *clusterState, p *userPl
 	}
 	for _, m := range st.SortedMembers() {
 		if l, ok := listed[m]; ok {
-			if err := r.applyUsersOn(ctx, st.Conns, m, p, l, out); err != nil {
+			if err := k.applyUsersOn(ctx, st.Conns, m, p, l, out); err != nil {
 				out.pending = append(out.pending, m.Node.Name+": "+err.Error())
 			}
 		}
@@ -87,7 +87,7 @@ func readUsers(ctx context.Context, cs *round.Conns, m *round.Member) (map[strin
 }
 
 // applyUsersOn applies the planned users on one server whose users are listed.
-func (r *Reconciler) applyUsersOn(ctx context.Context, cs *round.Conns, m *round.Member, p *userPlan, listed map[string]acl.Listed, out *usersOutcome) error {
+func (k *Keeper) applyUsersOn(ctx context.Context, cs *round.Conns, m *round.Member, p *UserPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
 	replication, metrics := p.replication, p.metrics
@@ -96,7 +96,7 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *round.Conns, m *round
 	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed), keptAuth(metrics, listed)}
 	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
-		if ok && r.aclForms.matches(l, u) {
+		if ok && k.forms.matches(l, u) {
 			out.verified[u.Name] = true
 			continue
 		}
@@ -117,7 +117,7 @@ func (r *Reconciler) applyUsersOn(ctx context.Context, cs *round.Conns, m *round
 		cmds = append(cmds, []string{"ACL", "DELUSER", name})
 	}
 	cmds = append(cmds, []string{"ACL", "LIST"})
-	return r.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
+	return k.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
 }
 
 // keptAuth is the operator's, the replication or the metrics user as planned for a server: a server that
@@ -133,7 +133,7 @@ func keptAuth(op acl.User, listed map[string]acl.Listed) acl.User {
 
 // sendUsers pipelines the ACL commands of one server and records their outcome; the last
 // command is ACL LIST, from which the server's form of each user it accepted is learnt.
-func (r *Reconciler) sendUsers(ctx context.Context, cs *round.Conns, m *round.Member, cmds [][]string, set []acl.User, gone []string, before map[string]acl.Listed, out *usersOutcome) error {
+func (k *Keeper) sendUsers(ctx context.Context, cs *round.Conns, m *round.Member, cmds [][]string, set []acl.User, gone []string, before map[string]acl.Listed, out *usersOutcome) error {
 	cl, err := cs.Get(m.Addr)
 	if err != nil {
 		return err
@@ -159,7 +159,7 @@ func (r *Reconciler) sendUsers(ctx context.Context, cs *round.Conns, m *round.Me
 			continue
 		}
 		if l, ok := after[u.Name]; ok {
-			r.aclForms.learn(u, l)
+			k.forms.learn(u, l)
 		}
 		out.verified[u.Name] = true
 		out.applied[u.Name] = append(out.applied[u.Name], m.Node.Name)

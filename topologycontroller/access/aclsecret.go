@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -12,7 +12,7 @@ import (
 // cluster) when its content differs from body. Pods mount it: a server starts with its
 // users, and the kubelet brings an updated file to running pods (the running servers get
 // the users live, see applyUsers).
-func (r *Reconciler) writeACLSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, p *userPlan, body string) error {
+func (k *Keeper) writeACLSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, p *UserPlan, body string) error {
 	exists := p.aclSecret != nil
 	if exists && string(p.aclSecret.Data[valkeyv1.ACLFileKey]) == body {
 		return nil
@@ -22,7 +22,7 @@ func (r *Reconciler) writeACLSecret(ctx context.Context, vc *valkeyv1.ValkeyClus
 		s = p.aclSecret.DeepCopy()
 	}
 	data := map[string][]byte{valkeyv1.ACLFileKey: []byte(body)}
-	if err := r.writeSecret(ctx, vc, s, exists, valkeyv1.ACLSecretName(vc.Name), corev1.SecretTypeOpaque, data); err != nil {
+	if err := k.WriteSecret(ctx, vc, s, exists, valkeyv1.ACLSecretName(vc.Name), corev1.SecretTypeOpaque, data); err != nil {
 		return err
 	}
 	p.aclSecret = s

@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -11,42 +11,33 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller/round"
 )
 
-// applyUsersPhase applies the planned users on every reachable server, writes the ACL Secret with
-// the lines servers accepted, and decides UsersApplied (reported when spec.users is set)
-// with a Warning event for each new problem.
-func (r *Reconciler) applyUsersPhase(ctx context.Context, st *clusterState, p *userPlan) error {
-	out := r.applyUsers(ctx, st, p)
-	if err := r.writeACLSecret(ctx, st.Cluster, p, p.aclFile(out.verified)); err != nil {
-		return err
+// ApplyUsers applies the planned users on every reachable server, writes the ACL Secret with
+// the lines servers accepted, and returns UsersApplied (nil without spec.users), with a
+// Warning event for each new problem.
+func (k *Keeper) ApplyUsers(ctx context.Context, st *round.State, p *UserPlan) (*metav1.Condition, error) {
+	out := k.applyUsers(ctx, st, p)
+	if err := k.writeACLSecret(ctx, st.Cluster, p, p.aclFile(out.verified)); err != nil {
+		return nil, err
 	}
-	r.userEvents(st.Cluster, out)
+	k.userEvents(st.Cluster, out)
 	if len(st.Cluster.Spec.Users) == 0 {
-		return nil
+		return nil, nil
 	}
 	c := usersCondition(st, p, out)
 	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionUsersApplied); c.Status == metav1.ConditionFalse &&
 		c.Reason != valkeyv1.ReasonApplyingUsers && (cur == nil || cur.Reason != c.Reason || cur.Message != c.Message) {
-		r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
+		k.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, c.Reason, "ApplyUsers", "%s", c.Message)
 	}
-	st.usersApplied = &c
-	return nil
-}
-
-// recheckUsers looks again within passwordRecheck while UsersApplied is False (user Secrets
-// are not watched), without reporting the cluster as Progressing: nothing else waits for
-// the users. It runs after the phases, which ask for sooner when they acted.
-func (st *clusterState) recheckUsers() {
-	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.Requeue == 0 || passwordRecheck < st.Requeue) {
-		st.Requeue = passwordRecheck
-	}
+	return &c, nil
 }
 
 // usersCondition is UsersApplied: False with the problems (a user whose Secret is missing,
 // rules a server refused), else False while some server could not be given the users,
 // else True.
-func usersCondition(st *clusterState, p *userPlan, out *usersOutcome) metav1.Condition {
+func usersCondition(st *round.State, p *UserPlan, out *usersOutcome) metav1.Condition {
 	var msgs []string
 	reason := ""
 	for _, prob := range p.problems {
@@ -81,9 +72,9 @@ func pendingSuffix(pending []string) string {
 
 // userEvents reports the users applied and removed this round, and the operator's user
 // created on servers started without it.
-func (r *Reconciler) userEvents(vc *valkeyv1.ValkeyCluster, out *usersOutcome) {
+func (k *Keeper) userEvents(vc *valkeyv1.ValkeyCluster, out *usersOutcome) {
 	if len(out.created) > 0 {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventOperatorUserCreated, "ApplyUsers",
+		k.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventOperatorUserCreated, "ApplyUsers",
 			"created the operator's user %s on %s (servers started without it); the operator authenticates as it from now on",
 			valkeyv1.OperatorUser, strings.Join(out.created, ", "))
 	}
@@ -91,11 +82,11 @@ func (r *Reconciler) userEvents(vc *valkeyv1.ValkeyCluster, out *usersOutcome) {
 		if name == valkeyv1.OperatorUser && len(out.created) > 0 {
 			continue
 		}
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserApplied, "ApplyUsers",
+		k.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserApplied, "ApplyUsers",
 			"applied user %s on %s", name, strings.Join(out.applied[name], ", "))
 	}
 	for _, name := range sortedKeys(out.removed) {
-		r.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserRemoved, "ApplyUsers",
+		k.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventUserRemoved, "ApplyUsers",
 			"removed user %s from %s (no longer in spec.users; its connections are closed)", name, strings.Join(out.removed[name], ", "))
 	}
 }
@@ -107,4 +98,22 @@ func sortedKeys(m map[string][]string) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// Prepare reads the operator's password (making its Secret) and plans the users, and
+// makes sure the cluster's ACL Secret exists before any pod mounts it (with the lines
+// servers accepted before).
+func (k *Keeper) Prepare(ctx context.Context, vc *valkeyv1.ValkeyCluster, defaultPassword string) (round.Credentials, *UserPlan, error) {
+	opPassword, err := k.operatorPassword(ctx, vc)
+	if err != nil {
+		return round.Credentials{}, nil, err
+	}
+	plan, err := k.planUsers(ctx, vc, opPassword, defaultPassword)
+	if err != nil {
+		return round.Credentials{}, nil, err
+	}
+	if err := k.writeACLSecret(ctx, vc, plan, plan.aclFile(nil)); err != nil {
+		return round.Credentials{}, nil, err
+	}
+	return round.Credentials{User: valkeyv1.OperatorUser, Password: opPassword, DefaultPassword: defaultPassword}, plan, nil
 }

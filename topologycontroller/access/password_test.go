@@ -1,4 +1,4 @@
-package topologycontroller
+package access
 
 import (
 	"context"
@@ -68,20 +68,20 @@ func TestPasswordSecretReadOncePerReconcile(t *testing.T) {
 	}
 	reader := &countingReader{Reader: c}
 	events := &eventLog{}
-	r := &Reconciler{Client: c, APIReader: reader, Recorder: events}
+	k := &Keeper{Client: c, APIReader: reader, Recorder: events}
 
 	vc := &valkeyv1.ValkeyCluster{ObjectMeta: metav1.ObjectMeta{Name: "c", Namespace: ns.Name}, Spec: valkeyv1.ValkeyClusterSpec{Shards: 1, Replicas: 1}}
 	if err := c.Create(ctx, vc); err != nil {
 		t.Fatal(err)
 	}
-	first := readPassword(t, r, vc)
+	first := readPassword(t, k, vc)
 	if n := reader.take(); n != 1 {
 		t.Errorf("creating the generated Secret: %d Secret GETs, want 1", n)
 	}
 	if len(events.reasons) != 1 || events.reasons[0] != valkeyv1.EventPasswordGenerated {
 		t.Errorf("events %v, want one %s", events.reasons, valkeyv1.EventPasswordGenerated)
 	}
-	if again := readPassword(t, r, vc); again != first {
+	if again := readPassword(t, k, vc); again != first {
 		t.Errorf("second reconcile read %q, want the generated %q", again, first)
 	}
 	if n := reader.take(); n != 1 {
@@ -93,7 +93,7 @@ func TestPasswordSecretReadOncePerReconcile(t *testing.T) {
 		t.Fatal(err)
 	}
 	vc.Spec.PasswordSecret = &valkeyv1.SecretKeyRef{Name: "mine", Key: "pw"}
-	if got := readPassword(t, r, vc); got != "s3cret" {
+	if got := readPassword(t, k, vc); got != "s3cret" {
 		t.Errorf("spec.passwordSecret: read %q, want s3cret", got)
 	}
 	if n := reader.take(); n != 1 {
@@ -101,9 +101,9 @@ func TestPasswordSecretReadOncePerReconcile(t *testing.T) {
 	}
 }
 
-func readPassword(t *testing.T, r *Reconciler, vc *valkeyv1.ValkeyCluster) string {
+func readPassword(t *testing.T, k *Keeper, vc *valkeyv1.ValkeyCluster) string {
 	t.Helper()
-	_, pw, err := r.clusterPassword(context.Background(), vc)
+	_, pw, err := k.ClusterPassword(context.Background(), vc)
 	if err != nil {
 		t.Fatal(err)
 	}
