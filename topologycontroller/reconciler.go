@@ -24,6 +24,7 @@ import (
 	"valkey.io/operator/topologycontroller/migration"
 	"valkey.io/operator/topologycontroller/roll"
 	"valkey.io/operator/topologycontroller/round"
+	"valkey.io/operator/topologycontroller/servertls"
 )
 
 // Reconciler reconciles a ValkeyCluster: its ValkeyNodes, its Valkey cluster and the
@@ -38,10 +39,11 @@ type Reconciler struct {
 	Status    status.Applier
 
 	// The concerns in their own packages, made by setUpConcerns: access (it keeps the forms
-	// servers list users in), membership, rolls, slot moves (it
+	// servers list users in), TLS, membership, rolls, slot moves (it
 	// keeps the stalled slots between rounds), failovers (the tries under way) and backups
 	// (the BGSAVEs under way).
 	keeper    *access.Keeper
+	tls       *servertls.Servers
 	members   *membership.Members
 	rolls     *roll.Rolls
 	mover     *migration.Mover
@@ -92,8 +94,8 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	certificate, err := r.clusterTLS(ctx, vc)
-	if te := (*tlsError)(nil); errors.As(err, &te) {
+	certificate, err := r.tls.Bundle(ctx, vc)
+	if te := (*servertls.Error)(nil); errors.As(err, &te) {
 		return r.reportTLS(ctx, vc, te)
 	}
 	if err != nil {
@@ -169,7 +171,10 @@ func (r *Reconciler) finish(ctx context.Context, st *clusterState) (ctrl.Result,
 // serverSettings brings what each server runs without a restart up to date: its TLS
 // certificate and the live keys of spec.config.
 func (r *Reconciler) serverSettings(ctx context.Context, st *clusterState, certificate *certs.Bundle) {
-	r.reloadCertificates(ctx, st, certificate)
+	if certificate != nil {
+		recordCertExpiry(st.Cluster, certificate.Leaf.NotAfter)
+	}
+	st.tlsReady = r.tls.Reload(ctx, st.State, certificate)
 	r.applyLiveConfig(ctx, st)
 }
 
@@ -241,6 +246,7 @@ func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 // events.
 func (r *Reconciler) setUpConcerns() {
 	r.keeper = &access.Keeper{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder}
+	r.tls = &servertls.Servers{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Keeper: r.keeper, ClusterDomain: r.Options.ClusterDomain}
 	r.failovers = failover.New(failover.Options{
 		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
 	}, r.event)

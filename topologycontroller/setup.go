@@ -14,13 +14,13 @@
 // backup) and the live config each server was given (liveBook).
 //
 // The concerns that stand on their own are packages beside it: round (what one reconcile
-// observes, the connections to the servers), access (passwords, users, ACL), membership
-// (meet, replicate, forget, drain, scale-in), migration (slot moves), failover (failovers
-// and takeovers), roll (roll approvals), backup (backups and restores), exposure
-// (Services, NetworkPolicy, PodDisruptionBudgets), certs (generated TLS), schedule (backup
-// schedules) and planner (the pure planning: which slots move where, the roll order). This
-// package keeps setup, the phase list (reconciler.go), fan-out, TLS reload, live config,
-// pause and the status.
+// observes, the connections to the servers), access (passwords, users, ACL), servertls (the
+// servers' TLS; certs: the certificate arithmetic), membership (meet, replicate, forget,
+// drain, scale-in), migration (slot moves), failover (failovers and takeovers), roll (roll
+// approvals), backup (backups and restores), exposure (Services, NetworkPolicy,
+// PodDisruptionBudgets), schedule (backup schedules) and planner (the pure planning: which
+// slots move where, the roll order). This package keeps setup, the phase list
+// (reconciler.go), fan-out, live config, pause and the status.
 package topologycontroller
 
 import (

@@ -11,6 +11,7 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/access"
+	"valkey.io/operator/topologycontroller/servertls"
 )
 
 // passwordRecheck is how often an unusable password Secret is looked at again.
@@ -52,4 +53,11 @@ func (st *clusterState) recheckUsers() {
 	if c := st.usersApplied; c != nil && c.Status == metav1.ConditionFalse && (st.Requeue == 0 || passwordRecheck < st.Requeue) {
 		st.Requeue = passwordRecheck
 	}
+}
+
+// reportTLS reports an unusable certificate Secret: TLSReady=False with its reason, and a
+// Warning event when it is new (see reportUnusable). Nothing else is done this round:
+// nothing running changes.
+func (r *Reconciler) reportTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster, te *servertls.Error) (ctrl.Result, error) {
+	return r.reportUnusable(ctx, vc, valkeyv1.ConditionTLSReady, "ReadCertificate", te.Reason, te.Msg)
 }

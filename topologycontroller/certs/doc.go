@@ -6,5 +6,5 @@
 //
 // It is pure: no Kubernetes client, no Valkey connection, the time passed in. Which Secret
 // holds what, when to issue and how servers reload are the topology controller's TLS
-// concern (tlssecret.go, tlsgenerate.go, tlsreload.go).
+// concern (package servertls).
 package certs

@@ -11,7 +11,7 @@ import (
 // connsTLS is the TLS side of a reconcile's clients: servers are dialed by pod IP, so
 // their certificate chain is verified against the cluster's CA but not their name (a
 // certificate need not name pod IPs), and the certificate each server serves is kept to
-// tell which servers still serve an older one (see reloadCertificates).
+// tell which servers still serve an older one (see servertls.Servers.Reload).
 type connsTLS struct {
 	roots  *x509.CertPool
 	mu     sync.Mutex

@@ -1,4 +1,4 @@
-package topologycontroller
+package servertls
 
 import (
 	"context"
@@ -7,7 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	ctrl "sigs.k8s.io/controller-runtime"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -20,15 +20,14 @@ import (
 // a minute), and until then a reload reads the old files.
 const reloadRecheck = 2 * time.Second
 
-// reloadCertificates compares the certificate each reachable server served when it was
+// Reload compares the certificate each reachable server served when it was
 // dialed this round with the Secret's, and asks the servers that serve another one to load
 // their certificate files again (CONFIG SET of the same paths: Valkey and Redis reload the
-// TLS context without a restart). It decides TLSReady.
-func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b *certs.Bundle) {
+// TLS context without a restart). It returns TLSReady (nil without a bundle).
+func (sv *Servers) Reload(ctx context.Context, st *round.State, b *certs.Bundle) *metav1.Condition {
 	if b == nil {
-		return
+		return nil
 	}
-	recordCertExpiry(st.Cluster, b.Leaf.NotAfter)
 	var stale, failed []string
 	for _, m := range st.SortedMembers() {
 		served := st.Conns.ServedBy(m.Addr)
@@ -44,10 +43,9 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 		c := status.Condition(valkeyv1.ConditionTLSReady, true, valkeyv1.ReasonCertificateServed, fmt.Sprintf(
 			"every server serves the certificate with serial %x, valid until %s", b.Leaf.SerialNumber, b.Leaf.NotAfter.UTC().Format(time.RFC3339)))
 		if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionTLSReady); cur != nil && cur.Reason == valkeyv1.ReasonCertificateReloading {
-			r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
+			sv.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeNormal, valkeyv1.EventCertificateReloaded, "ReloadCertificate", "%s, loaded without a restart", c.Message)
 		}
-		st.tlsReady = &c
-		return
+		return &c
 	}
 	msg := fmt.Sprintf("%d servers serve an older certificate than Secret's serial %x (%s): asked them to load it again without a restart; "+
 		"the kubelet updates the mounted files within about a minute", len(stale), b.Leaf.SerialNumber, strings.Join(stale, ", "))
@@ -55,8 +53,8 @@ func (r *Reconciler) reloadCertificates(ctx context.Context, st *clusterState, b
 		msg += "; the reload failed on " + strings.Join(failed, "; ")
 	}
 	c := status.Condition(valkeyv1.ConditionTLSReady, false, valkeyv1.ReasonCertificateReloading, msg)
-	st.tlsReady = &c
 	st.Wait("reloading the TLS certificate on "+strings.Join(stale, ", "), reloadRecheck)
+	return &c
 }
 
 // reloadTLS makes the server at addr load its TLS files again: CONFIG SET of the file
@@ -80,11 +78,4 @@ func reloadTLS(ctx context.Context, cs *round.Conns, addr string) error {
 		return fmt.Errorf("%s has no TLS files configured", addr)
 	}
 	return cs.OK(ctx, addr, args...)
-}
-
-// reportTLS reports an unusable certificate Secret: TLSReady=False with its reason, and a
-// Warning event when it is new (see reportUnusable). Nothing else is done this round:
-// nothing running changes.
-func (r *Reconciler) reportTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster, te *tlsError) (ctrl.Result, error) {
-	return r.reportUnusable(ctx, vc, valkeyv1.ConditionTLSReady, "ReadCertificate", te.reason, te.msg)
 }

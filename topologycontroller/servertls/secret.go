@@ -1,4 +1,4 @@
-package topologycontroller
+package servertls
 
 import (
 	"context"
@@ -8,40 +8,41 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/topologycontroller/certs"
 )
 
-// tlsError is a certificate Secret the cluster cannot use. It is reported on the
+// Error is a certificate Secret the cluster cannot use. It is reported on the
 // ValkeyCluster (TLSReady=False with its reason, and a Warning event), and nothing running
 // changes until it is fixed: no node is created or changed, no roll approved, nothing
 // reloaded. Secrets are not watched: it is looked at again after passwordRecheck.
-type tlsError struct{ reason, msg string }
+type Error struct{ Reason, Msg string }
 
-func (e *tlsError) Error() string { return e.msg }
+func (e *Error) Error() string { return e.Msg }
 
-// clusterTLS returns the cluster's certificate (nil without spec.tls): the user's Secret,
+// Bundle returns the cluster's certificate (nil without spec.tls): the user's Secret,
 // checked, or the generated one, issued or renewed as needed.
-func (r *Reconciler) clusterTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
+func (sv *Servers) Bundle(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
 	switch {
 	case vc.Spec.TLS == nil:
 		return nil, nil
 	case vc.Spec.TLS.Generate:
-		return r.generatedTLS(ctx, vc)
+		return sv.generatedTLS(ctx, vc)
 	}
-	return r.userTLS(ctx, vc)
+	return sv.userTLS(ctx, vc)
 }
 
 // userTLS reads and checks the Secret of tls.secretName: whole, valid now, and covering the
 // names clients use.
-func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
+func (sv *Servers) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*certs.Bundle, error) {
 	name := vc.Spec.TLS.SecretName
 	var s corev1.Secret
-	if err := r.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s); err != nil {
-		if isNotFound(err) {
-			return nil, &tlsError{valkeyv1.ReasonTLSSecretMissing, fmt.Sprintf(
+	if err := sv.APIReader.Get(ctx, client.ObjectKey{Namespace: vc.Namespace, Name: name}, &s); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, &Error{Reason: valkeyv1.ReasonTLSSecretMissing, Msg: fmt.Sprintf(
 				"TLS Secret %s does not exist: create it with tls.crt, tls.key and ca.crt (a cert-manager Certificate with secretName %s makes one); "+
 					"until then no node is created or changed", name, name)}
 		}
@@ -49,11 +50,11 @@ func (r *Reconciler) userTLS(ctx context.Context, vc *valkeyv1.ValkeyCluster) (*
 	}
 	b, err := certs.ParseBundle(s.Data, time.Now())
 	if err != nil {
-		return nil, &tlsError{valkeyv1.ReasonTLSSecretInvalid, fmt.Sprintf(
+		return nil, &Error{Reason: valkeyv1.ReasonTLSSecretInvalid, Msg: fmt.Sprintf(
 			"TLS Secret %s cannot be used: %v; nothing running changes until it is fixed", name, err)}
 	}
 	if missing := certs.Uncovered(b.Leaf, requiredNames(vc), nil); len(missing) > 0 {
-		return nil, &tlsError{valkeyv1.ReasonCertificateNamesNotCovered, fmt.Sprintf(
+		return nil, &Error{Reason: valkeyv1.ReasonCertificateNamesNotCovered, Msg: fmt.Sprintf(
 			"the certificate in TLS Secret %s does not cover %s (it covers %s); clients that check the server's name would refuse it: "+
 				"add them to its DNS names (a wildcard *.%s.%s.svc covers every pod); nothing running changes until then",
 			name, strings.Join(missing, ", "), strings.Join(coveredNames(b), ", "), valkeyv1.HeadlessServiceName(vc.Name), vc.Namespace)}
