@@ -352,7 +352,9 @@ var _ = Describe("Restore", func() {
 		for _, n := range listNodes(ns) {
 			Expect(k8s.Delete(context.Background(), &n)).To(Succeed())
 		}
-		Eventually(func() []string { return f.addrs() }, 30*time.Second).Should(BeEmpty())
+		// Under load the drain of a deleted cluster's nodes took past 30 s once (as the
+		// re-creation spec's did): see drainAfterClusterDeletion.
+		Eventually(func() []string { return f.addrs() }, drainAfterClusterDeletion).Should(BeEmpty())
 		for _, name := range []string{valkeyv1.PasswordSecretName("c"), valkeyv1.OperatorSecretName("c"), valkeyv1.ACLSecretName("c")} {
 			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		}
