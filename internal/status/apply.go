@@ -75,6 +75,8 @@ func (a Applier) unchanged(uid types.UID, fp uint64, shown func() bool) bool {
 }
 
 func (a Applier) apply(ctx context.Context, obj client.Object, fp uint64, ac *applyConfig) error {
+	unlock := a.written.lock(obj.GetUID())
+	defer unlock()
 	err := a.Client.Status().Apply(ctx, ac, client.FieldOwner(a.FieldManager), client.ForceOwnership)
 	if err != nil {
 		a.written.forget(obj.GetUID())

@@ -21,9 +21,26 @@ const maxWritten = 100_000
 type written struct {
 	mu   sync.Mutex
 	last map[types.UID]uint64
+	// objects serializes the write and the remembering of one object's share (by a stripe
+	// of its UID): two reconcilers of one controller (a cluster round in flight and the
+	// outside-cluster reconciler) writing the same node at once must remember the share
+	// the API server kept last, not the one whose goroutine remembered last.
+	objects [64]sync.Mutex
 }
 
 func newWritten() *written { return &written{last: map[types.UID]uint64{}} }
+
+// lock holds the writes to uid until the returned function is called.
+func (w *written) lock(uid types.UID) func() {
+	if w == nil {
+		return func() {}
+	}
+	h := fnv.New32a()
+	_, _ = h.Write([]byte(uid))
+	m := &w.objects[h.Sum32()%uint32(len(w.objects))]
+	m.Lock()
+	return m.Unlock
+}
 
 // recall tells whether something was remembered for uid, and whether it was fp.
 func (w *written) recall(uid types.UID, fp uint64) (remembered, same bool) {
