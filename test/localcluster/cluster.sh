@@ -487,7 +487,7 @@ up() {
 	import_all "$nodes"
 	for n in $(seq 1 "$nodes"); do start_node_daemons "$n"; done
 	for n in $(seq 1 "$nodes"); do
-		wait_until 120 "node $(node_name "$n") Ready" node_ready "$n"
+		wait_node_ready "$n"
 		log "node $(node_name "$n") Ready"
 	done
 	snapshots_up
@@ -625,6 +625,28 @@ dns_up() {
 # node_ready K: node K's Ready condition is True.
 node_ready() {
 	[ "$(kubectl_ get node "$(node_name "${1:-1}")" -o 'jsonpath={.status.conditions[?(@.type=="Ready")].status}' 2>/dev/null)" = True ]
+}
+
+# wait_node_ready K: waits up to 120 s for node K to be Ready; on timeout prints what explains
+# it (whether its kubelet runs, the node's conditions, the end of its kubelet's log), since a
+# CI run's clone and logs are gone by the time anyone reads its output.
+wait_node_ready() {
+	local n="$1" end=$(($(date +%s) + 120)) kubelet
+	kubelet=$(daemon kubelet "$n")
+	until node_ready "$n"; do
+		if [ "$(date +%s)" -ge "$end" ]; then
+			{
+				echo "cluster: node $(node_name "$n") not Ready after 120s"
+				pid_of "$kubelet" >/dev/null && echo "  $kubelet running (pid $(pid_of "$kubelet"))" || echo "  $kubelet not running"
+				echo "  conditions:"
+				kubectl_ get node "$(node_name "$n")" -o 'jsonpath={range .status.conditions[*]}    {.type}={.status} {.reason}: {.message}{"\n"}{end}' 2>&1 || true
+				echo "  last lines of $L/logs/$kubelet.log:"
+				tail -n 30 "$L/logs/$kubelet.log" 2>&1 | sed 's/^/    /'
+			} >&2
+			exit 1
+		fi
+		sleep 0.2
+	done
 }
 
 # Removes the rules and chains kubelet, kube-proxy and CNI left in iptables.
@@ -863,7 +885,7 @@ start_node() {
 	node_cgroups "$n"
 	start_containerd "$n"
 	start_node_daemons "$n"
-	wait_until 120 "node $(node_name "$n") Ready" node_ready "$n"
+	wait_node_ready "$n"
 	start_provisioner "$n"
 	log "node $(node_name "$n") started and Ready"
 }
