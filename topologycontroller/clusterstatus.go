@@ -30,7 +30,10 @@ type clusterFacts struct {
 	stateOK bool
 	// unreachable describes the slot owners nobody can reach.
 	unreachable []string
-	migrating   bool
+	// unanswering describes the members that do not answer or are seen failing;
+	// withoutReplica the serving shards with no replica in sync (see memberhealth.go).
+	unanswering, withoutReplica []string
+	migrating                   bool
 	// stalled describes the slots whose keys could not move ("" when none).
 	stalled  string
 	progress []string
@@ -85,6 +88,9 @@ func factsOf(st *clusterState) clusterFacts {
 			lost:           lostMessage(n),
 			volume:         volumeFinding(n),
 		})
+	}
+	if f.formed {
+		f.unanswering, f.withoutReplica = unansweringMembers(st), shardsWithoutReplica(st)
 	}
 	f.versions = round.ServerVersions(st.State)
 	f.largestVolume, f.grownVolumes = volumeFigures(st.Nodes, func(n *valkeyv1.ValkeyNode) bool {
@@ -228,15 +234,23 @@ func anyRolling(nodes []nodeFact) bool {
 }
 
 // degraded is the Degraded condition: which slots are not served, and why, which nodes
-// are on lost Kubernetes nodes, and which volumes are unhealthy. The reason is that of the
-// last finding (a restart without a replica, then cluster_state, then unassigned slots,
-// then an unreachable owner, then lost nodes, then unhealthy volumes). Until every slot was
+// are on lost Kubernetes nodes, which members do not answer, which shards have no replica
+// in sync, and which volumes are unhealthy. The reason is that of the last finding (a
+// restart without a replica, then cluster_state, then unassigned slots, then an
+// unreachable owner, then lost nodes, then members that do not answer, then shards
+// without a replica, then unhealthy volumes). Until every slot was
 // first assigned, unassigned slots are the cluster forming: False with reason Forming.
 func degraded(f clusterFacts) metav1.Condition {
 	var why []string
 	reason := valkeyv1.ReasonHealthy
 	if v := volumeFindings(f.nodes); v != "" {
 		why, reason = append(why, v), valkeyv1.ReasonVolumeUnhealthy
+	}
+	if len(f.withoutReplica) > 0 {
+		why, reason = append(why, f.withoutReplica...), valkeyv1.ReasonReplicasMissing
+	}
+	if len(f.unanswering) > 0 {
+		why, reason = append(why, f.unanswering...), valkeyv1.ReasonMembersUnreachable
 	}
 	for _, n := range f.nodes {
 		if n.wanted && !n.ready && n.lost != "" {

@@ -27,7 +27,8 @@ import (
 // out of the pod template's hash, so changing them restarts nothing. A server is set again
 // only when it restarted (a new run_id) or the values changed; a key removed from
 // spec.config is set back to its default. Keys spec.config never named are left as the
-// server has them.
+// server has them, but for the operator's own rendered defaults (cluster-node-timeout,
+// valkeyconf.WantedLive), which every server is given.
 
 // liveRecord is what one server was given: its run_id, the live keys of spec.config and
 // their values' fingerprint, and the server's refusal ("" when it took them).
@@ -93,7 +94,7 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			st.config[n.Name] = unreachableConfig(n)
 			continue
 		}
-		named := valkeyconf.NamedLive(n.Spec.Config)
+		named := valkeyconf.WantedLive(n.Spec.Config)
 		fresh := liveRecord{runID: m.Repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named)}
 		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {
 			refused, err := setLive(ctx, st.Conns, m.Addr, withRemoved(named, rec.keys))

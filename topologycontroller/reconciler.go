@@ -25,6 +25,7 @@ import (
 	"valkey.io/operator/topologycontroller/roll"
 	"valkey.io/operator/topologycontroller/round"
 	"valkey.io/operator/topologycontroller/servertls"
+	"valkey.io/operator/topologycontroller/serverwatch"
 )
 
 // Reconciler reconciles a ValkeyCluster: its ValkeyNodes, its Valkey cluster and the
@@ -53,6 +54,8 @@ type Reconciler struct {
 	converging convergeBook
 	// live is what live config each server was given (see liveconfig.go).
 	live liveBook
+	// watch follows the servers of the clusters between rounds (see serverwatch).
+	watch *serverwatch.Watcher
 }
 
 // Reconcile runs get → delete or normal → ordered phases → one status apply per object.
@@ -65,9 +68,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		// The outside-cluster reconciler reports Drained=True ClusterDeleting on the nodes.
 		r.converging.forget(vc.UID)
 		r.live.forget(vc.UID)
+		r.watch.Forget(req.NamespacedName)
 		return ctrl.Result{}, nil
 	}
 	if paused, err := r.pause(ctx, &vc); paused || err != nil {
+		if paused {
+			r.watch.Forget(req.NamespacedName)
+		}
 		return requeue.Settle(ctx, err)
 	}
 	res, err := r.reconcileNormal(ctx, &vc)
@@ -144,7 +151,21 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	r.backups.Run(ctx, st.backups)
 	st.recheckUsers()
 	r.mover.NoteStalls(st.moves)
+	r.watch.Watch(client.ObjectKeyFromObject(vc), watchTarget(st.State, creds, certificate))
 	return r.finish(ctx, st)
+}
+
+// watchTarget is what the server watcher looks at after the round: the servers that
+// answered it, as the round dialed them.
+func watchTarget(st *round.State, creds round.Credentials, certificate *certs.Bundle) serverwatch.Target {
+	t := serverwatch.Target{Creds: creds}
+	for _, m := range st.SortedMembers() {
+		t.Addrs = append(t.Addrs, m.Addr)
+	}
+	if certificate != nil {
+		t.Roots = certificate.Roots
+	}
+	return t
 }
 
 // noteRestoreAndStorage reports the round's restore (see backup.Saver.NoteRestore) and the nodes' volumes

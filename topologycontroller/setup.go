@@ -46,6 +46,7 @@ import (
 	"valkey.io/operator/internal/status"
 	"valkey.io/operator/topologycontroller/exposure"
 	"valkey.io/operator/topologycontroller/round"
+	"valkey.io/operator/topologycontroller/serverwatch"
 )
 
 // Name of the controller: its binary, leader election Lease and metrics prefix.
@@ -83,6 +84,10 @@ type Options struct {
 	// ResyncPeriod is how often a settled cluster is checked again (Valkey is not a watch
 	// source: a node failing over on its own is only seen by looking).
 	ResyncPeriod time.Duration `mapstructure:"resync-period"`
+	// ServerWatchInterval is how often one server of each cluster is asked for CLUSTER
+	// NODES between rounds: a change wakes the cluster's reconcile (see serverwatch), so
+	// that its status follows a failover, a partition or a server back within about that.
+	ServerWatchInterval time.Duration `mapstructure:"server-watch-interval"`
 	// MaxConcurrentReconciles is the number of clusters reconciled at once.
 	MaxConcurrentReconciles int `mapstructure:"max-concurrent-reconciles"`
 	// OperatorNamespace is the namespace the controller runs in: every cluster's
@@ -119,6 +124,7 @@ func DefaultOptions() Options {
 		BackupCatchUpTimeout:       30 * time.Second,
 		BackupCutTimeout:           10 * time.Minute,
 		ResyncPeriod:               30 * time.Second,
+		ServerWatchInterval:        time.Second,
 		MaxConcurrentReconciles:    4,
 		ClusterDomain:              "cluster.local",
 		PartitionOptions: PartitionOptions{
@@ -144,6 +150,7 @@ func (o Options) withDefaults() Options {
 	orDefault(&o.FailoverBackoff, d.FailoverBackoff)
 	orDefault(&o.FailoverBackoffMax, d.FailoverBackoffMax)
 	orDefault(&o.ResyncPeriod, d.ResyncPeriod)
+	orDefault(&o.ServerWatchInterval, d.ServerWatchInterval)
 	orDefault(&o.BackupCatchUpTimeout, d.BackupCatchUpTimeout)
 	orDefault(&o.BackupCutTimeout, d.BackupCutTimeout)
 	orDefault(&o.MaxConcurrentReconciles, d.MaxConcurrentReconciles)
@@ -169,7 +176,8 @@ func (o Options) Validate() error {
 		errs = append(errs, fmt.Errorf("valkey-port %d out of range (its cluster bus port is +10000)", o.ValkeyPort))
 	}
 	for name, d := range map[string]time.Duration{"valkey-dial-timeout": o.DialTimeout, "valkey-command-timeout": o.CommandTimeout, "failover-timeout": o.FailoverTimeout,
-		"failover-backoff": o.FailoverBackoff, "failover-backoff-max": o.FailoverBackoffMax, "resync-period": o.ResyncPeriod} {
+		"failover-backoff": o.FailoverBackoff, "failover-backoff-max": o.FailoverBackoffMax, "resync-period": o.ResyncPeriod,
+		"server-watch-interval": o.ServerWatchInterval} {
 		if d < 0 {
 			errs = append(errs, fmt.Errorf("%s must not be negative", name))
 		}
@@ -229,11 +237,17 @@ func SetupWithManager(mgr ctrl.Manager, opts Options) error {
 		Status:    status.NewApplier(mgr.GetClient(), valkeyv1.FieldManagerTopology),
 	}
 	r.setUpConcerns()
+	// The watcher's dial and command timeouts are its interval: a server that does not
+	// answer within it is passed over for the next one.
+	r.watch = serverwatch.New(opts.ServerWatchInterval, 3*opts.ResyncPeriod, opts.ServerWatchInterval, opts.ServerWatchInterval)
+	if err := mgr.Add(r.watch); err != nil {
+		return fmt.Errorf("add the server watcher: %w", err)
+	}
 	shards, err := newPartitioned(mgr, opts)
 	if err != nil {
 		return fmt.Errorf("set up partitions: %w", err)
 	}
-	b := ctrl.NewControllerManagedBy(mgr)
+	b := ctrl.NewControllerManagedBy(mgr).WatchesRawSource(r.watch.Source())
 	if shards != nil {
 		b = b.WatchesRawSource(shards.set.Source(shards.clustersOf))
 	}

@@ -36,27 +36,32 @@ type ConfigError = valkeyconf.ConfigError
 // (the config itself never holds a password), and announce: hostname announces the pod's
 // DNS name under the cluster domain. A refused config is a *ConfigError.
 func renderConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, error) {
-	return renderConfigOf(node, clusterDomain, node.Spec.Config)
+	return renderConfigOf(node, clusterDomain, node.Spec.Config, false)
 }
 
 // restartConfig is what of the node's valkey.conf needs a restart when it changes: a
 // cluster node's config without the keys the topology controller applies live (CONFIG SET,
-// see valkeyconf.LiveKeys); a node outside any cluster restarts for every key.
-func restartConfig(node *valkeyv1.ValkeyNode, clusterDomain, conf string) (string, error) {
-	if !appliesLive(node) {
-		return conf, nil
+// see valkeyconf.LiveKeys); a node outside any cluster restarts for every key of
+// spec.config. Neither restarts for the operator's own live defaults (cluster-node-timeout),
+// so that a new one, or a new operator bringing one, restarts nothing: the topology
+// controller sets it on a cluster's running servers.
+func restartConfig(node *valkeyv1.ValkeyNode, clusterDomain string) (string, error) {
+	config := node.Spec.Config
+	if appliesLive(node) {
+		config = valkeyconf.WithoutLive(config)
 	}
-	return renderConfigOf(node, clusterDomain, valkeyconf.WithoutLive(node.Spec.Config))
+	return renderConfigOf(node, clusterDomain, config, true)
 }
 
 // appliesLive tells whether the node's live keys are applied without a restart: a cluster
 // node's are, by the topology controller (ConfigApplied).
 func appliesLive(node *valkeyv1.ValkeyNode) bool { return node.Spec.ClusterName != "" }
 
-// renderConfigOf renders the node's valkey.conf with config as its spec.config.
-func renderConfigOf(node *valkeyv1.ValkeyNode, clusterDomain string, config map[string]string) (string, error) {
+// renderConfigOf renders the node's valkey.conf with config as its spec.config (without the
+// operator's live defaults when omitLiveDefaults).
+func renderConfigOf(node *valkeyv1.ValkeyNode, clusterDomain string, config map[string]string, omitLiveDefaults bool) (string, error) {
 	spec := &node.Spec
-	p := valkeyconf.Params{DataDir: DataDir, Config: config}
+	p := valkeyconf.Params{DataDir: DataDir, Config: config, OmitLiveDefaults: omitLiveDefaults}
 	if spec.Announce == valkeyv1.AnnounceHostname {
 		p.AnnounceHostname = node.PodDNSName(clusterDomain)
 	}

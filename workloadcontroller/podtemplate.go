@@ -63,7 +63,7 @@ func buildDesired(node *valkeyv1.ValkeyNode, opts Options) (*desired, error) {
 	if kind == "" {
 		kind = valkeyv1.WorkloadStatefulSet
 	}
-	restart, err := restartConfig(node, opts.ClusterDomain, conf)
+	restart, err := restartConfig(node, opts.ClusterDomain)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/valkeyconf"
 )
 
 func baseNode() *valkeyv1.ValkeyNode {
@@ -20,6 +21,30 @@ func baseNode() *valkeyv1.ValkeyNode {
 				Persistence: &valkeyv1.PersistenceSpec{Size: resource.MustParse("1Gi")},
 			},
 		},
+	}
+}
+
+// TestRestartConfigLeavesOutLiveDefaults: the operator's own live defaults
+// (cluster-node-timeout) are in the ConfigMap but not in what decides a restart, for a node
+// in a cluster or alone, so that an operator bringing a new one restarts no server.
+func TestRestartConfigLeavesOutLiveDefaults(t *testing.T) {
+	for _, cluster := range []string{"c", ""} {
+		n := withName(baseNode())
+		n.Spec.ClusterName = cluster
+		conf, err := renderConfig(n, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		restart, err := restartConfig(n, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(conf, "\ncluster-node-timeout \""+valkeyconf.DefaultNodeTimeout+"\"\n") {
+			t.Errorf("cluster %q: the ConfigMap's valkey.conf lacks cluster-node-timeout %s:\n%s", cluster, valkeyconf.DefaultNodeTimeout, conf)
+		}
+		if strings.Contains(restart, "cluster-node-timeout") {
+			t.Errorf("cluster %q: what decides a restart names cluster-node-timeout:\n%s", cluster, restart)
+		}
 	}
 }
 
@@ -40,6 +65,7 @@ func TestTemplateHash(t *testing.T) {
 		{"config", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxclients": "500"} }, true},
 		// The topology controller sets a cluster node's live keys with CONFIG SET.
 		{"live config of a cluster node", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1gb"} }, false},
+		{"node timeout of a cluster node", func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"cluster-node-timeout": "2000"} }, false},
 		{"live config of a node alone", func(n *valkeyv1.ValkeyNode) {
 			n.Spec.ClusterName = ""
 			n.Spec.Config = map[string]string{"maxmemory": "1gb"}

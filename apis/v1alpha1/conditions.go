@@ -205,8 +205,10 @@ const (
 	ConditionProgressing = "Progressing"
 	// ConditionDegraded is True while some slots are not served (SlotsUnavailable,
 	// SlotsUnassigned: slots lost after every slot was assigned, ClusterStateFail,
-	// PrimaryRollingWithoutReplica) or some nodes are on lost Kubernetes nodes (NodesLost);
-	// when False: Healthy, or Forming until every slot is first assigned.
+	// PrimaryRollingWithoutReplica), some nodes are on lost Kubernetes nodes (NodesLost),
+	// a member does not answer or its peers see it failing (MembersUnreachable), or a shard
+	// serving slots has no replica in sync (ReplicasMissing), a planned restart apart; when
+	// False: Healthy, or Forming until every slot is first assigned.
 	ConditionDegraded = "Degraded"
 	// ConditionSlotsAssigned is True when some primary owns every slot (AllSlotsAssigned;
 	// SlotsUnassigned when False).
@@ -220,6 +222,14 @@ const (
 	ReasonSlotsUnavailable = "SlotsUnavailable"
 	ReasonNoReplicaRoll    = "PrimaryRollingWithoutReplica"
 	ReasonClusterStateFail = "ClusterStateFail"
+	// ReasonMembersUnreachable (Degraded=True): a node that joined the cluster does not
+	// answer the operator, or other members see it failing (PFAIL or FAIL) or not at all;
+	// the message names it and, for the latter, who sees it so.
+	ReasonMembersUnreachable = "MembersUnreachable"
+	// ReasonReplicasMissing (Degraded=True): a shard serving slots has no replica whose
+	// link to its primary is up, so one more fault loses its slots; the message names the
+	// shards and their primaries.
+	ReasonReplicasMissing = "ReplicasMissing"
 	// ReasonNodesLost (Degraded=True): some wanted nodes are not ready because their
 	// Kubernetes node is NotReady (WorkloadReady reason NodeNotReady); the message names them.
 	// Ready stays True "on the survivors" when every slot is still served.

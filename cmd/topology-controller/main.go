@@ -27,6 +27,7 @@ func main() {
 	fs.Duration("failover-backoff", d.FailoverBackoff, "wait before a failover that did not complete is tried again (doubles with each failure)")
 	fs.Duration("failover-backoff-max", d.FailoverBackoffMax, "longest wait between two tries of a failover")
 	fs.Duration("resync-period", d.ResyncPeriod, "how often a settled cluster is checked again in Valkey")
+	fs.Duration("server-watch-interval", d.ServerWatchInterval, "how often one server of each cluster is asked for CLUSTER NODES between rounds; a change wakes the cluster's reconcile")
 	fs.Duration("backup-catch-up-timeout", d.BackupCatchUpTimeout, "how long a backup waits for the replica it saves to reach its primary's offset at the saved point before it saves the primary instead")
 	fs.Duration("backup-cut-timeout", d.BackupCutTimeout, "how long after its last shard is saved a backup waits for every shard's VolumeSnapshot to be cut (slot moves are held meanwhile) before it fails with SnapshotTimeout")
 	fs.String("cluster-domain", d.ClusterDomain, "the Kubernetes cluster's DNS domain, in the names of generated certificates")

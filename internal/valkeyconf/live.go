@@ -14,8 +14,10 @@ import (
 // that adding, changing and removing it are all applied live: a removed key is set back to
 // its default. Other keys of spec.config (maxclients, whose ceiling is the pod's file
 // limit; the lazyfree and encoding settings, whose defaults differ between versions) roll
-// the pods as before, and so does cluster-node-timeout, which decides failovers. A default
-// the operator renders itself (Render's defaults) is the default here too.
+// the pods as before. A default the operator renders itself (Render's defaults:
+// cluster-node-timeout) is the default here too, and is set on servers spec.config does not
+// name it for (WantedLive), so that a new operator default reaches running servers without
+// a restart.
 // internal/valkeyconf/realserver checks the table against the server.
 var liveDefaults = map[string]string{
 	"maxmemory":                     "0",
@@ -36,7 +38,12 @@ var liveDefaults = map[string]string{
 	"min-replicas-max-lag":          "10",
 	"cluster-require-full-coverage": "yes",
 	"cluster-allow-reads-when-down": "no",
+	"cluster-node-timeout":          DefaultNodeTimeout,
 }
+
+// renderedLive are the live keys Render writes a default for: the operator wants them on
+// every server, named in spec.config or not.
+var renderedLive = []string{"cluster-node-timeout"}
 
 // LiveKeys are the keys applied without a restart, sorted.
 func LiveKeys() []string { return sortedKeys(liveDefaults) }
@@ -81,6 +88,18 @@ func NamedLive(config map[string]string) map[string]string {
 	for k, v := range config {
 		if IsLive(k) {
 			out[strings.ToLower(k)] = v
+		}
+	}
+	return out
+}
+
+// WantedLive is what a cluster server should run of the live keys: spec.config's (NamedLive)
+// and the operator's own rendered defaults spec.config does not name.
+func WantedLive(config map[string]string) map[string]string {
+	out := NamedLive(config)
+	for _, k := range renderedLive {
+		if _, ok := out[k]; !ok {
+			out[k] = liveDefaults[k]
 		}
 	}
 	return out

@@ -51,3 +51,28 @@ func TestLiveDefaultsAreTheRenderedOnes(t *testing.T) {
 		}
 	}
 }
+
+// TestWantedLiveAddsTheOperatorsDefaults: every cluster server is given the operator's
+// rendered live defaults unless spec.config names them, and Render can leave them out.
+func TestWantedLiveAddsTheOperatorsDefaults(t *testing.T) {
+	if got := WantedLive(map[string]string{"maxmemory": "1gb"}); !reflect.DeepEqual(got, map[string]string{"maxmemory": "1gb", "cluster-node-timeout": DefaultNodeTimeout}) {
+		t.Errorf("WantedLive without a node timeout: %v", got)
+	}
+	if got := WantedLive(map[string]string{"Cluster-Node-Timeout": "2000", "maxclients": "500"}); !reflect.DeepEqual(got, map[string]string{"cluster-node-timeout": "2000"}) {
+		t.Errorf("WantedLive with a node timeout: %v", got)
+	}
+	with, err := Render(Params{DataDir: "/data"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	without, err := Render(Params{DataDir: "/data", OmitLiveDefaults: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(with, "\ncluster-node-timeout \""+DefaultNodeTimeout+"\"\n") || strings.Contains(without, "cluster-node-timeout") {
+		t.Errorf("OmitLiveDefaults does not leave out cluster-node-timeout alone:\n%s\n---\n%s", with, without)
+	}
+	if strings.Replace(with, "cluster-node-timeout \""+DefaultNodeTimeout+"\"\n", "", 1) != without {
+		t.Errorf("OmitLiveDefaults changes more than the live defaults:\n%s\n---\n%s", with, without)
+	}
+}

@@ -23,6 +23,13 @@ const (
 	MetricsPort = 9121
 )
 
+// DefaultNodeTimeout is the cluster-node-timeout (milliseconds) the operator renders when
+// spec.config does not name one: how long a node may not answer before its peers fail it
+// over. Chosen by measurement (docs/operations.md, "Failover timing"): a stopped primary's
+// replica is promoted a few seconds later, and the e2e writer at full CPU on two cores
+// causes no failover. Valkey's own default is 15000.
+const DefaultNodeTimeout = "5000"
+
 // DefaultSavePoints are the RDB save rules used with persistence when none are given.
 var DefaultSavePoints = []string{"3600 1", "300 100", "60 10000"}
 
@@ -51,6 +58,9 @@ type Params struct {
 	AnnounceHostname string
 	// TLS, when set, serves clients, replication and the cluster bus over TLS.
 	TLS *TLS
+	// OmitLiveDefaults leaves out the defaults a running server takes with CONFIG SET
+	// (cluster-node-timeout): what decides a restart, which a new live default must not.
+	OmitLiveDefaults bool
 }
 
 // TLS is where the server's certificate files are, and the plaintext port kept, if any.
@@ -171,6 +181,8 @@ func Render(p Params) (string, error) {
 		// A shard's replicas are few and attach one at a time: a full sync starts at
 		// once instead of waiting 5 s for more replicas to share it.
 		{"repl-diskless-sync-delay", []string{"0"}},
+		// Failover after a few seconds instead of Valkey's 15 s (DefaultNodeTimeout).
+		{"cluster-node-timeout", []string{DefaultNodeTimeout}},
 	}
 	overridden := map[string]bool{}
 	for _, d := range user {
@@ -185,7 +197,7 @@ func Render(p Params) (string, error) {
 	}
 	b.WriteString("# Defaults (spec.config may override them):\n")
 	for _, d := range defaults {
-		if !overridden[d.Key] {
+		if !overridden[d.Key] && !(p.OmitLiveDefaults && IsLive(d.Key)) {
 			write(&b, d)
 		}
 	}
