@@ -1,10 +1,3 @@
-// Package serverwatch follows each cluster's servers between reconciles. Valkey is no watch
-// source: a primary killed, a failover, a partition or a node back shows in its servers'
-// CLUSTER NODES long before the next resync. The watcher asks one server of every cluster
-// a round just looked at for CLUSTER NODES each interval, and wakes the cluster's reconcile
-// when what it shows changed (a flag, a role, a link, an epoch, the slots) or the servers
-// asked first stopped answering, so that the cluster's status follows the servers within
-// about one interval. It writes nothing: one command per cluster per interval is its cost.
 package serverwatch
 
 import (
@@ -105,7 +98,7 @@ func (w *Watcher) Forget(key types.NamespacedName) {
 	}
 }
 
-// NeedLeaderElection: every replica looks at the clusters it reconciles (partitions).
+// NeedLeaderElection is false: every replica looks at the clusters it reconciles (partitions).
 func (w *Watcher) NeedLeaderElection() bool { return false }
 
 // Start looks at the registered clusters every interval until ctx ends.
