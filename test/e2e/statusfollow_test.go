@@ -55,6 +55,34 @@ var _ = Describe("Status follows the servers, and failover timing", Label("chaos
 		})
 	})
 
+	It("keeps the primary through a 3 s script on it (a server stalled shorter than its node timeout is not failed over)", func() {
+		before := primariesOf(cluster)
+		_, primary := replicaAndPrimary(cluster)
+		w := startAckWriter(cluster, "stall")
+		Eventually(w.count).WithTimeout(time.Minute).Should(BeNumerically(">", 200), "the writer is under way")
+		since := time.Now()
+		vc := nodeClient(primary, password(cluster))
+		err := vc.Do(ctx, vc.B().Eval().Script(busyScript).Numkeys(0).Arg("3000000").Build()).Error()
+		vc.Close()
+		Expect(err).NotTo(HaveOccurred(), "the script on %s", primary.Name)
+		held := InterceptGomegaFailure(func() {
+			Consistently(func() []string { return primariesOf(cluster) }).WithTimeout(15*time.Second).WithPolling(time.Second).
+				Should(Equal(before), "the primaries after a 3 s stall")
+		})
+		gap := w.longestGap(since).Round(100 * time.Millisecond)
+		acked, _ := w.stop()
+		lost, unreadable := lostKeys(cluster, "stall", acked)
+		line := fmt.Sprintf("node-timeout=%s held=%v primaries-after=%v acked=%d lost=%d longest-gap=%s",
+			nodeTimeout(cluster), held == nil, primariesOf(cluster), len(acked), lost+unreadable, gap)
+		GinkgoWriter.Printf("status script-stall-3s: %s\n", line)
+		AddReportEntry("status script-stall-3s", line)
+		Expect(lost + unreadable).To(BeZero())
+		if os.Getenv("E2E_NODE_TIMEOUT") == "" {
+			Expect(held).NotTo(HaveOccurred(), "no failover for a 3 s stall at the default node timeout")
+		}
+		waitReady(cluster, 2*time.Minute)
+	})
+
 	It("keeps every primary for 90 s with both cores busy under the writer", func() {
 		before := primariesOf(cluster)
 		w := startAckWriter(cluster, "busy")
@@ -190,5 +218,14 @@ func busyCores(n int) (stop func()) {
 	}
 	return func() { close(quit) }
 }
+
+// busyScript keeps the server busy for ARGV[1] microseconds (a long script, as a user's
+// may be: the server answers nothing else meanwhile, the cluster bus included).
+const busyScript = `local t = redis.call('TIME')
+local start = t[1] * 1000000 + t[2]
+while true do
+  local n = redis.call('TIME')
+  if n[1] * 1000000 + n[2] - start > tonumber(ARGV[1]) then return 1 end
+end`
 
 func roundMs(d time.Duration) time.Duration { return d.Round(100 * time.Millisecond) }
