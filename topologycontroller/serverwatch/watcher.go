@@ -45,13 +45,18 @@ type Watcher struct {
 	Looks, Wakes atomic.Int64
 }
 
-// watched is one cluster: its target, its own clients and the digest last seen.
+// watched is one cluster: its target, its own clients and the digest last seen. The
+// clients belong to the worker looking at it (busy): a new target waits in next, and a
+// cluster forgotten meanwhile (gone) has its clients closed by that worker.
 type watched struct {
 	target Target
+	next   *Target
 	seen   time.Time // when a round last registered it
 	conns  *round.Conns
 	digest uint64
 	looked bool
+	busy   bool
+	gone   bool
 }
 
 // New is a watcher that looks every interval and forgets a cluster not registered for expiry.
@@ -74,13 +79,14 @@ func (w *Watcher) Watch(key types.NamespacedName, t Target) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	c := w.clusters[key]
-	if c != nil && !sameTarget(c.target, t) {
-		c.conns.Close()
-		c = nil
-	}
-	if c == nil {
+	switch {
+	case c == nil:
 		c = &watched{target: t, conns: w.newConns(t)}
 		w.clusters[key] = c
+	case !sameTarget(c.target, t):
+		c.next = &t
+	default:
+		c.next = nil
 	}
 	c.seen = time.Now()
 }
@@ -93,9 +99,18 @@ func (w *Watcher) Forget(key types.NamespacedName) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if c := w.clusters[key]; c != nil {
-		c.conns.Close()
 		delete(w.clusters, key)
+		c.drop()
 	}
+}
+
+// drop closes c's clients, or has the worker looking at it close them. Under w.mu.
+func (c *watched) drop() {
+	if c.busy {
+		c.gone = true
+		return
+	}
+	c.conns.Close()
 }
 
 // NeedLeaderElection is false: every replica looks at the clusters it reconciles (partitions).
@@ -146,8 +161,8 @@ func (w *Watcher) current() []types.NamespacedName {
 	keys := make([]types.NamespacedName, 0, len(w.clusters))
 	for key, c := range w.clusters {
 		if time.Since(c.seen) > w.Expiry {
-			c.conns.Close()
 			delete(w.clusters, key)
+			c.drop()
 			continue
 		}
 		keys = append(keys, key)
@@ -156,16 +171,16 @@ func (w *Watcher) current() []types.NamespacedName {
 }
 
 // look asks the cluster's servers in order for CLUSTER NODES and wakes its reconcile when
-// the digest changed since the last look. Only this worker uses the cluster's clients.
+// the digest changed since the last look.
 func (w *Watcher) look(ctx context.Context, key types.NamespacedName) {
-	c := w.cluster(key)
+	c := w.take(key)
 	if c == nil {
 		return
 	}
 	d := digestOf(ctx, c.conns, c.target.Addrs, &w.Looks)
 	changed := c.looked && d != c.digest
 	c.digest, c.looked = d, true
-	if !changed {
+	if !w.release(c) || !changed {
 		return
 	}
 	w.Wakes.Add(1)
@@ -177,18 +192,42 @@ func (w *Watcher) look(ctx context.Context, key types.NamespacedName) {
 	}
 }
 
-func (w *Watcher) cluster(key types.NamespacedName) *watched {
+// take marks the cluster busy for this worker and moves it to its new target, if any; nil
+// when it is not registered.
+func (w *Watcher) take(key types.NamespacedName) *watched {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.clusters[key]
+	c := w.clusters[key]
+	if c == nil {
+		return nil
+	}
+	c.busy = true
+	if c.next != nil {
+		c.conns.Close()
+		c.target, c.next, c.conns, c.looked = *c.next, nil, w.newConns(*c.next), false
+	}
+	return c
+}
+
+// release ends the worker's look; false when the cluster was forgotten meanwhile (its
+// clients are closed then).
+func (w *Watcher) release(c *watched) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	c.busy = false
+	if c.gone {
+		c.conns.Close()
+		return false
+	}
+	return true
 }
 
 func (w *Watcher) closeAll() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for key, c := range w.clusters {
-		c.conns.Close()
 		delete(w.clusters, key)
+		c.drop()
 	}
 }
 

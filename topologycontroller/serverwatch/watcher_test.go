@@ -2,6 +2,7 @@ package serverwatch
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -81,5 +82,40 @@ func expectNoWake(t *testing.T, w *Watcher, during time.Duration) {
 	case e := <-w.wake:
 		t.Fatalf("woke %s/%s with nothing changed", e.Object.GetNamespace(), e.Object.GetName())
 	case <-time.After(during):
+	}
+}
+
+// TestWatcherTargetsChangeWhileLooking registers, re-targets and forgets clusters from other
+// goroutines while the watcher looks at them (run with -race): a new target starts afresh
+// (no wake for the servers it now asks), and nothing is used after it was closed.
+func TestWatcherTargetsChangeWhileLooking(t *testing.T) {
+	a := startServer(t)
+	b := startServer(t)
+	interval := 20 * time.Millisecond
+	w := New(interval, time.Minute, interval, interval)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = w.Start(ctx) }()
+	done := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(done); i++ {
+		key := types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("c", i%4)}
+		addrs := []string{a.Addr(), b.Addr()}
+		if i%2 == 1 {
+			addrs = []string{b.Addr(), a.Addr()}
+		}
+		if i%7 == 0 {
+			w.Forget(key)
+		} else {
+			w.Watch(key, Target{Addrs: addrs})
+		}
+		time.Sleep(3 * time.Millisecond) // the pace of the registrations, not a wait
+	}
+	select {
+	case e := <-w.wake:
+		t.Errorf("woke %s with nothing changed on the servers", e.Object.GetName())
+	default:
+	}
+	if w.Looks.Load() == 0 {
+		t.Error("no look while clusters were registered")
 	}
 }
