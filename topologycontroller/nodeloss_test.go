@@ -77,4 +77,3 @@ var _ = Describe("A lost Kubernetes node", func() {
 		Expect(getNode(ns, primary).Status.Topology.Role).To(Equal(valkeyv1.RoleReplica))
 	})
 })
-
