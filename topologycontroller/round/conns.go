@@ -26,6 +26,8 @@ type Conns struct {
 	clients     map[string]valkey.Client
 	// tls: servers speak TLS with certificates of this cluster's CA (see conns_tls.go).
 	tls *connsTLS
+	// sent counts the commands sent (CommandsSent unless CountIn said otherwise).
+	sent *atomic.Int64
 	// fellBack are the servers that refused the operator's user and accepted the default
 	// user's password (servers started before the operator had its own user).
 	fellBack map[string]bool
@@ -41,8 +43,12 @@ type Credentials struct {
 // each command cmdTimeout.
 func NewConns(creds Credentials, dialTimeout, cmdTimeout time.Duration) *Conns {
 	return &Conns{creds: creds, dialTimeout: dialTimeout, cmdTimeout: cmdTimeout,
-		clients: map[string]valkey.Client{}, fellBack: map[string]bool{}}
+		clients: map[string]valkey.Client{}, fellBack: map[string]bool{}, sent: &CommandsSent}
 }
+
+// CountIn counts the commands c sends in sent instead of CommandsSent (the commands of
+// something that is no reconcile, such as the server watcher).
+func (c *Conns) CountIn(sent *atomic.Int64) { c.sent = sent }
 
 // Get returns a client of the server at addr (ip:port), dialing it on first use: as the
 // operator's user, or, when the server refuses it, as the default user with its password.
@@ -98,7 +104,7 @@ func (c *Conns) Do(ctx context.Context, addr string, args ...string) (valkey.Val
 	if err != nil {
 		return valkey.ValkeyResult{}, err
 	}
-	CommandsSent.Add(1)
+	c.sent.Add(1)
 	return cl.Do(ctx, cl.B().Arbitrary(args...).Build()), nil
 }
 
@@ -116,7 +122,7 @@ func (c *Conns) Multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	for _, args := range cmds {
 		built = append(built, cl.B().Arbitrary(args...).Build())
 	}
-	CommandsSent.Add(int64(len(built)))
+	c.sent.Add(int64(len(built)))
 	res := cl.DoMulti(ctx, built...)
 	for i, r := range res {
 		if err := r.Error(); err != nil {

@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"sync/atomic"
 
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -14,10 +13,9 @@ import (
 // digestOf is a short hash of what the cluster's servers show: the servers asked before
 // one answered (they stopped answering), then that server's CLUSTER NODES as a set of
 // lines reduced to what a status follows (see lineFacts). 0 when none answered.
-func digestOf(ctx context.Context, cs *round.Conns, addrs []string, looks *atomic.Int64) uint64 {
+func digestOf(ctx context.Context, cs *round.Conns, addrs []string) uint64 {
 	h := fnv.New64a()
 	for _, addr := range addrs {
-		looks.Add(1)
 		out, err := cs.Str(ctx, addr, "CLUSTER", "NODES")
 		if err != nil {
 			_, _ = io.WriteString(h, "silent "+addr+"\n")

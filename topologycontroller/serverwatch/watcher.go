@@ -41,7 +41,8 @@ type Watcher struct {
 	mu       sync.Mutex
 	clusters map[types.NamespacedName]*watched
 	wake     chan event.GenericEvent
-	// Looks counts the CLUSTER NODES sent; Wakes the reconciles woken.
+	// Looks counts the CLUSTER NODES sent (not in round.CommandsSent, which counts the
+	// reconciles'); Wakes the reconciles woken.
 	Looks, Wakes atomic.Int64
 }
 
@@ -177,7 +178,7 @@ func (w *Watcher) look(ctx context.Context, key types.NamespacedName) {
 	if c == nil {
 		return
 	}
-	d := digestOf(ctx, c.conns, c.target.Addrs, &w.Looks)
+	d := digestOf(ctx, c.conns, c.target.Addrs)
 	changed := c.looked && d != c.digest
 	c.digest, c.looked = d, true
 	if !w.release(c) || !changed {
@@ -233,6 +234,7 @@ func (w *Watcher) closeAll() {
 
 func (w *Watcher) newConns(t Target) *round.Conns {
 	cs := round.NewConns(t.Creds, w.DialTimeout, w.CmdTimeout)
+	cs.CountIn(&w.Looks)
 	if t.Roots != nil {
 		cs.UseTLS(t.Roots)
 	}

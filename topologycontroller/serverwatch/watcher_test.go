@@ -27,9 +27,13 @@ func TestWatcherWakesOnChange(t *testing.T) {
 	defer cancel()
 	go func() { _ = w.Start(ctx) }()
 
+	sent := round.CommandsSent.Load()
 	expectNoWake(t, w, 5*interval)
 	if looks := w.Looks.Load(); looks < 2 {
 		t.Fatalf("%d looks in 5 intervals, want several", looks)
+	}
+	if n := round.CommandsSent.Load() - sent; n != 0 {
+		t.Errorf("the watcher's looks counted as %d commands of reconciles", n)
 	}
 
 	cs := round.NewConns(round.Credentials{}, time.Second, time.Second)
