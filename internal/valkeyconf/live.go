@@ -41,10 +41,6 @@ var liveDefaults = map[string]string{
 	"cluster-node-timeout":          DefaultNodeTimeout,
 }
 
-// renderedLive are the live keys Render writes a default for: the operator wants them on
-// every server, named in spec.config or not.
-var renderedLive = []string{"cluster-node-timeout"}
-
 // LiveKeys are the keys applied without a restart, sorted.
 func LiveKeys() []string { return sortedKeys(liveDefaults) }
 
@@ -94,12 +90,12 @@ func NamedLive(config map[string]string) map[string]string {
 }
 
 // WantedLive is what a cluster server should run of the live keys: spec.config's (NamedLive)
-// and the operator's own rendered defaults spec.config does not name.
+// and the operator's own rendered defaults (renderedDefaults) spec.config does not name.
 func WantedLive(config map[string]string) map[string]string {
 	out := NamedLive(config)
-	for _, k := range renderedLive {
-		if _, ok := out[k]; !ok {
-			out[k] = liveDefaults[k]
+	for _, d := range renderedDefaults {
+		if _, named := out[d.Key]; IsLive(d.Key) && !named {
+			out[d.Key] = d.Args[0]
 		}
 	}
 	return out

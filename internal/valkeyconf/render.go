@@ -163,6 +163,18 @@ type Directive struct {
 	Args []string
 }
 
+// renderedDefaults are the settings Render writes unless spec.config names them; the live
+// ones among them are also set on running servers (WantedLive).
+var renderedDefaults = []Directive{
+	// A backlog that covers a replica's restart lets it resync partially.
+	{"repl-backlog-size", []string{"64mb"}},
+	// A shard's replicas are few and attach one at a time: a full sync starts at
+	// once instead of waiting 5 s for more replicas to share it.
+	{"repl-diskless-sync-delay", []string{"0"}},
+	// Failover after a few seconds instead of Valkey's 15 s (DefaultNodeTimeout).
+	{"cluster-node-timeout", []string{DefaultNodeTimeout}},
+}
+
 // Render renders valkey.conf. It refuses (with a *ConfigError) any user key the operator
 // owns, any key that is not a plain directive name, and any value with a control
 // character or invalid UTF-8.
@@ -174,15 +186,6 @@ func Render(p Params) (string, error) {
 	owned, err := ownedDirectives(p)
 	if err != nil {
 		return "", err
-	}
-	defaults := []Directive{
-		// A backlog that covers a replica's restart lets it resync partially.
-		{"repl-backlog-size", []string{"64mb"}},
-		// A shard's replicas are few and attach one at a time: a full sync starts at
-		// once instead of waiting 5 s for more replicas to share it.
-		{"repl-diskless-sync-delay", []string{"0"}},
-		// Failover after a few seconds instead of Valkey's 15 s (DefaultNodeTimeout).
-		{"cluster-node-timeout", []string{DefaultNodeTimeout}},
 	}
 	overridden := map[string]bool{}
 	for _, d := range user {
@@ -196,7 +199,7 @@ func Render(p Params) (string, error) {
 		write(&b, d)
 	}
 	b.WriteString("# Defaults (spec.config may override them):\n")
-	for _, d := range defaults {
+	for _, d := range renderedDefaults {
 		if !overridden[d.Key] && !(p.OmitLiveDefaults && IsLive(d.Key)) {
 			write(&b, d)
 		}
