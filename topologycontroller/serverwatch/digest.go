@@ -6,17 +6,19 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"time"
 
 	"valkey.io/operator/topologycontroller/round"
 )
 
 // digestOf is a short hash of what the cluster's servers show: the servers asked before
 // one answered (they stopped answering), then that server's CLUSTER NODES as a set of
-// lines reduced to what a status follows (see lineFacts). 0 when none answered.
-func digestOf(ctx context.Context, cs *round.Conns, addrs []string) uint64 {
+// lines reduced to what a status follows (see lineFacts). 0 when none answered. A server
+// that has not answered within timeout is passed over.
+func digestOf(ctx context.Context, cs *round.Conns, addrs []string, timeout time.Duration) uint64 {
 	h := fnv.New64a()
 	for _, addr := range addrs {
-		out, err := cs.Str(ctx, addr, "CLUSTER", "NODES")
+		out, err := askNodes(ctx, cs, addr, timeout)
 		if err != nil {
 			_, _ = io.WriteString(h, "silent "+addr+"\n")
 			continue
@@ -28,6 +30,13 @@ func digestOf(ctx context.Context, cs *round.Conns, addrs []string) uint64 {
 		return h.Sum64()
 	}
 	return 0
+}
+
+// askNodes is the server's CLUSTER NODES, within timeout.
+func askNodes(ctx context.Context, cs *round.Conns, addr string, timeout time.Duration) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return cs.Str(ctx, addr, "CLUSTER", "NODES")
 }
 
 // viewFacts are a CLUSTER NODES reply's lines reduced by lineFacts, sorted.

@@ -178,7 +178,7 @@ func (w *Watcher) look(ctx context.Context, key types.NamespacedName) {
 	if c == nil {
 		return
 	}
-	d := digestOf(ctx, c.conns, c.target.Addrs)
+	d := digestOf(ctx, c.conns, c.target.Addrs, w.CmdTimeout)
 	changed := c.looked && d != c.digest
 	c.digest, c.looked = d, true
 	if !w.release(c) || !changed {
