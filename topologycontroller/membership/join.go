@@ -33,14 +33,14 @@ func (ms *Members) Meet(ctx context.Context, st *round.State) (bool, error) {
 		if !m.Sees(st.Seed) {
 			// m has never seen the seed (a new or reset node), or only at a stale address.
 			if seenAt := m.Unseen[st.Seed.ID()]; seenAt != st.Seed.Addr {
-				if err := meetAt(ctx, st.Conns, m.Addr, st.Seed.Addr); err != nil {
+				if err := st.Conns.Meet(ctx, m.Addr, st.Seed.Addr); err != nil {
 					return acted, err
 				}
 				acted = true
 			}
 		}
 		if !st.InCluster(m) {
-			if err := meetAt(ctx, st.Conns, st.Seed.Addr, m.Addr); err != nil {
+			if err := st.Conns.Meet(ctx, st.Seed.Addr, m.Addr); err != nil {
 				return acted, err
 			}
 			ms.Event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventMeet, "ClusterMeet", "node %s (%s) met at %s", m.Node.Name, round.ShortID(m.ID()), m.Addr)
@@ -52,18 +52,41 @@ func (ms *Members) Meet(ctx context.Context, st *round.State) (bool, error) {
 		return true, nil
 	}
 	if a, b := unseenPair(st); a != nil {
+		if err := meetUnseen(ctx, st); err != nil {
+			return true, err
+		}
 		st.Wait(fmt.Sprintf("waiting for %s to see %s at %s", a.Node.Name, b.Node.Name, b.Addr), round.Short)
 		return true, nil
 	}
 	return false, nil
 }
 
-func meetAt(ctx context.Context, cs *round.Conns, on, addr string) error {
-	host, port, err := net.SplitHostPort(addr)
-	if err != nil {
-		return err
+// maxDirectMeets bounds the MEETs meetUnseen sends in one round: a large cluster forming
+// leans on gossip for the rest.
+const maxDirectMeets = 32
+
+// meetUnseen has each member that does not know another member at all, or knows it at
+// another address, meet it directly instead of waiting for gossip to carry it there (a
+// second or more per hop). A member seen at its address but flagged failing is left to
+// gossip: a MEET does not mend a link.
+func meetUnseen(ctx context.Context, st *round.State) error {
+	sent := 0
+	for _, a := range st.SortedMembers() {
+		if a.Deleting() {
+			continue
+		}
+		for _, b := range st.SortedMembers() {
+			seenAt, unseen := a.Unseen[b.ID()]
+			if !unseen || b == a || b.Deleting() || seenAt == b.Addr || sent == maxDirectMeets {
+				continue
+			}
+			if err := st.Conns.Meet(ctx, a.Addr, b.Addr); err != nil {
+				return err
+			}
+			sent++
+		}
 	}
-	return cs.OK(ctx, on, "CLUSTER", "MEET", host, port)
+	return nil
 }
 
 // Replicate makes every other member of a shard a replica of the shard's primary. A node

@@ -261,8 +261,22 @@ func (mo *Mover) assignSlots(ctx context.Context, st *Round, mv planner.Move, or
 	if err := st.Conns.OK(ctx, dst.Addr, args...); err != nil {
 		return err
 	}
+	announce(ctx, st, dst)
 	mo.event(st, dst.Node, corev1.EventTypeNormal, valkeyv1.EventSlotsAssigned, "ClusterAddSlots", "assigned %d slots to %s", len(free), dst.Node.Name)
 	return nil
+}
+
+// announce has dst meet every other member it already knows, so that the slots it was
+// just given reach them with the first packet of each new link (within the next cluster
+// cron tick) instead of with gossip (a node pings each peer at least every half node
+// timeout: 2.5 s at the default): a formed cluster reports cluster_state ok that much sooner.
+// It is best effort: a MEET that fails leaves the slots to gossip.
+func announce(ctx context.Context, st *Round, dst *round.Member) {
+	for _, m := range st.SortedMembers() {
+		if m != dst && m.Reachable() && !m.Deleting() && dst.Sees(m) {
+			_ = st.Conns.Meet(ctx, dst.Addr, m.Addr)
+		}
+	}
 }
 
 // migrateMove migrates up to budget of a move's slots key by key, slotsPerBatch at a time,

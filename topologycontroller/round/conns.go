@@ -3,6 +3,7 @@ package round
 import (
 	"context"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -165,6 +166,18 @@ func (c *Conns) OK(ctx context.Context, addr string, args ...string) error {
 		return fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(args), " "), addr, err)
 	}
 	return nil
+}
+
+// Meet has the server at on meet the node at addr (CLUSTER MEET). A MEET to a node the
+// server already knows is no new membership: it opens one more link whose first packet
+// carries the server's current slots and epoch, which the peer takes at once instead of at
+// the next gossip.
+func (c *Conns) Meet(ctx context.Context, on, addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	return c.OK(ctx, on, "CLUSTER", "MEET", host, port)
 }
 
 // CountKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined. Slots
