@@ -37,6 +37,8 @@ type liveRecord struct {
 	keys    []string
 	fp      uint64
 	refused string
+	// forming: the server was given formingNodeTimeout (see formingtimeout.go).
+	forming bool
 }
 
 // liveBook holds the records of every cluster's servers.
@@ -95,7 +97,11 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			continue
 		}
 		named := valkeyconf.WantedLive(n.Spec.Config)
-		fresh := liveRecord{runID: m.Repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named)}
+		forming := formingTimeout(st, m, n.Spec.Config, had && rec.forming)
+		if forming {
+			named[nodeTimeoutKey] = formingNodeTimeout
+		}
+		fresh := liveRecord{runID: m.Repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named), forming: forming}
 		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {
 			refused, err := setLive(ctx, st.Conns, m.Addr, withRemoved(named, rec.keys))
 			if err != nil { // not an answer of the server: tried again next round
@@ -107,7 +113,7 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 			if refused != "" {
 				fresh.keys = rec.keys // the server still runs what it had
 			}
-			if had && rec.fp != fresh.fp && refused == "" {
+			if had && rec.fp != fresh.fp && refused == "" && rec.forming == fresh.forming { // not the formation's own timeout
 				out.set = append(out.set, n.Name)
 			}
 			rec = fresh
