@@ -77,7 +77,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return requeue.Settle(ctx, err)
 	}
-	res, err := r.reconcileNormal(ctx, &vc)
+	res, err := r.reconcileNormal(round.WithSecretMemo(ctx), &vc)
 	if err != nil {
 		return requeue.Settle(ctx, err)
 	}
@@ -266,8 +266,9 @@ func (r *Reconciler) protect(ctx context.Context, st *clusterState) error {
 // setUpConcerns makes the concerns in their own packages, with the Reconciler's flags and
 // events.
 func (r *Reconciler) setUpConcerns() {
-	r.keeper = &access.Keeper{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder}
-	r.tls = &servertls.Servers{Client: r.Client, APIReader: r.APIReader, Recorder: r.Recorder, Keeper: r.keeper, ClusterDomain: r.Options.ClusterDomain}
+	secrets := round.SecretReader{Reader: r.APIReader} // each Secret once per round
+	r.keeper = &access.Keeper{Client: r.Client, APIReader: secrets, Recorder: r.Recorder}
+	r.tls = &servertls.Servers{Client: r.Client, APIReader: secrets, Recorder: r.Recorder, Keeper: r.keeper, ClusterDomain: r.Options.ClusterDomain}
 	r.failovers = failover.New(failover.Options{
 		Timeout: r.Options.FailoverTimeout, Backoff: r.Options.FailoverBackoff, BackoffMax: r.Options.FailoverBackoffMax,
 	}, r.event)

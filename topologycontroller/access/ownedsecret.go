@@ -14,6 +14,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/owned"
+	"valkey.io/operator/topologycontroller/round"
 )
 
 // createSecret creates the generated Secret name with a random password, owned by vc. When
@@ -28,6 +29,7 @@ func (k *Keeper) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, n
 	if err != nil {
 		return nil, err
 	}
+	round.SecretWriting(ctx, client.ObjectKeyFromObject(s))
 	err = k.Client.Create(ctx, s)
 	if apierrors.IsAlreadyExists(err) {
 		if err := k.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
@@ -38,6 +40,7 @@ func (k *Keeper) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, n
 	if err != nil {
 		return nil, fmt.Errorf("create Secret %s: %w", name, err)
 	}
+	round.SecretWritten(ctx, s)
 	k.Recorder.Eventf(vc, nil, corev1.EventTypeNormal, valkeyv1.EventPasswordGenerated, "CreateSecret", "generated password Secret %s", name)
 	return s, nil
 }
@@ -89,9 +92,11 @@ func (k *Keeper) notOwnedSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster,
 func (k *Keeper) WriteSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s *corev1.Secret, exists bool, name string, typ corev1.SecretType, data map[string][]byte) error {
 	if exists {
 		s.Data = data
+		round.SecretWriting(ctx, client.ObjectKeyFromObject(s))
 		if err := k.Client.Update(ctx, s); err != nil {
 			return fmt.Errorf("update Secret %s: %w", name, err)
 		}
+		round.SecretWritten(ctx, s)
 		return nil
 	}
 	created, err := k.ownedSecret(vc, name, typ, data)
@@ -99,8 +104,10 @@ func (k *Keeper) WriteSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, s 
 		return err
 	}
 	*s = *created
+	round.SecretWriting(ctx, client.ObjectKeyFromObject(s))
 	if err := k.Client.Create(ctx, s); err != nil {
 		return fmt.Errorf("create Secret %s: %w", name, err)
 	}
+	round.SecretWritten(ctx, s)
 	return nil
 }
