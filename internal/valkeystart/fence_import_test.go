@@ -25,6 +25,11 @@ func TestFenceAfterCrashOfAnImporter(t *testing.T) {
 	for _, s := range []*valkeyserver.Server{imp, rep} {
 		do(t, s.Addr(), "CLUSTER", "MEET", src.Host, strconv.Itoa(src.Port))
 	}
+	// A primary given its first slots reports cluster_state ok only a node timeout later.
+	eventually(t, 15*time.Second, "the source reports cluster_state ok", func() bool {
+		out, err := str(ctx, src.Addr(), "CLUSTER", "INFO")
+		return err == nil && strings.Contains(out, "cluster_state:ok")
+	})
 	srcID, impID := do(t, src.Addr(), "CLUSTER", "MYID"), do(t, imp.Addr(), "CLUSTER", "MYID")
 	eventually(t, 15*time.Second, "the replica follows the importer", func() bool {
 		_, err := str(ctx, rep.Addr(), "CLUSTER", "REPLICATE", impID)
