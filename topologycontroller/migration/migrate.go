@@ -84,8 +84,26 @@ func (mo *Mover) migrateSlots(ctx context.Context, st *Round, slots []int, src, 
 		_, _ = st.Conns.Multi(ctx, m.Addr, setslot(give, "NODE", dst.ID()))
 	}
 	mo.stalls.cleared(st.Cluster.UID, give)
-	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(len(give)))
+	// Counted once: a slot the source no longer owned at the start of the round was given
+	// (and counted) by an earlier one, and is planned again only because the seed's view
+	// had not caught up.
+	slotsMigrated.WithLabelValues(st.Cluster.Namespace, st.Cluster.Name).Add(float64(countIn(give, owned)))
 	return len(give), nil
+}
+
+// countIn is how many of slots are in of.
+func countIn(slots, of []int) int {
+	in := make(map[int]bool, len(of))
+	for _, s := range of {
+		in[s] = true
+	}
+	n := 0
+	for _, s := range slots {
+		if in[s] {
+			n++
+		}
+	}
+	return n
 }
 
 // emptied are the slots that may be given to dst: not failed, and no key of them left on
