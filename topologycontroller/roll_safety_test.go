@@ -181,8 +181,8 @@ var _ = Describe("A failover that does not complete", func() {
 
 	It("backs off, says so, and does not hold a reconcile while it waits", func() {
 		opts := testOptions
-		opts.FailoverTimeout = 6 * time.Second
-		opts.FailoverBackoff = 4 * time.Second
+		opts.FailoverTimeout = 3 * time.Second
+		opts.FailoverBackoff = 2 * time.Second
 		opts.FailoverBackoffMax = time.Minute
 		runWith(opts)
 		ns := newNamespace()
@@ -217,11 +217,11 @@ var _ = Describe("A failover that does not complete", func() {
 			g.Expect(c.Message).To(ContainSubstring(primary))
 		}, 20*time.Second).Should(Succeed())
 		Eventually(func() int { return eventsWithReason(ns, valkeyv1.EventFailoverStalled) }, 10*time.Second).Should(BeNumerically(">=", 1))
-		// 6 s per try, then 4 s, 8 s, 16 s apart: tries at 0, 10, 24 s in the first 40 s;
-		// without backoff one every 7 s or so.
-		Consistently(func() int { return failoverCalls(raddr, pw) }, time.Until(first.Add(40*time.Second)), time.Second).
+		// 3 s per try, then 2 s, 4 s, 8 s apart: tries at 0, 5, 12 s in the first 20 s;
+		// without backoff one every 3.5 s or so (six).
+		Consistently(func() int { return failoverCalls(raddr, pw) }, time.Until(first.Add(20*time.Second)), 500*time.Millisecond).
 			Should(BeNumerically("<=", 3), "failover tried again without backing off")
-		GinkgoWriter.Printf("CLUSTER FAILOVER tries in the first 40 s: %d\n", failoverCalls(raddr, pw))
+		GinkgoWriter.Printf("CLUSTER FAILOVER tries in the first 20 s: %d\n", failoverCalls(raddr, pw))
 
 		By("the replica catches up: the next try completes and the node drains")
 		Expect(cmd(raddr, pw, "CLIENT", "UNPAUSE")).To(Equal("OK"))
