@@ -51,6 +51,10 @@ func newPodIP() string {
 	return fmt.Sprintf("127.%d.%d.%d", ipBase, n/200, n%200+10)
 }
 
+// fullSyncAtOnce is the operator's rendered default (internal/valkeyconf): a replica's full
+// sync starts at once instead of after Valkey's 5 s wait for more replicas to share it.
+const fullSyncAtOnce = "repl-diskless-sync-delay 0"
+
 // fakeWorkload plays the workload controller (and, for nodes with the pvc-protection
 // finalizer, the volume controller's wait for Drained): it runs a real server per ValkeyNode
 // and reports status.workload, WorkloadReady and RollPending with the workload field manager.
@@ -220,7 +224,7 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 		}
 		return valkeyserver.Start(valkeyserver.Options{
 			Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir,
-			Config: []string{"cluster-node-timeout 2000", "save 3600 1"},
+			Config: []string{"cluster-node-timeout 2000", "save 3600 1", fullSyncAtOnce},
 		})
 	}
 	// As a pod's valkey-start does: the auth file from the operator's Secret and the
@@ -235,7 +239,7 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 	}
 	return valkeyserver.Start(valkeyserver.Options{
 		Host: newPodIP(), Port: 6379, Cluster: true, Dir: dir, TLSDir: tlsDir,
-		Config: []string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth},
+		Config: []string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth, fullSyncAtOnce},
 	})
 }
 

@@ -194,9 +194,6 @@ func Start(opts Options) (*Server, error) {
 			"cluster-config-file "+filepath.Join(opts.Dir, "nodes.conf"),
 			"cluster-node-timeout 3000",
 			"cluster-announce-ip "+opts.Host,
-			// As the operator renders it (internal/valkeyconf): a replica's full sync starts
-			// at once instead of after Valkey's 5 s wait for more replicas to share it.
-			"repl-diskless-sync-delay 0",
 		)
 	}
 	if opts.Password != "" {
