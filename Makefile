@@ -50,7 +50,7 @@ CONTROLLERS := volume workload topology
 CHART := deploy/helm/valkey-operator
 TEST_FLAGS ?=
 # The topology suite's parallel processes in make test (each its own API server and controller).
-TOPOLOGY_PROCS ?= 2
+TOPOLOGY_PROCS ?= 3
 FUZZTIME ?= 20s
 
 .PHONY: help

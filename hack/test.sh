@@ -11,7 +11,7 @@ set -uo pipefail
 mkdir -p .local
 "${MAKE:-make}" --no-print-directory test-redis >.local/test-redis.log 2>&1 &
 redis=$!
-go run github.com/onsi/ginkgo/v2/ginkgo --procs="${TOPOLOGY_PROCS:-2}" --timeout=30m "$@" ./topologycontroller/ >.local/test-topology.log 2>&1 &
+go run github.com/onsi/ginkgo/v2/ginkgo --procs="${TOPOLOGY_PROCS:-3}" --timeout=30m "$@" ./topologycontroller/ >.local/test-topology.log 2>&1 &
 topology=$!
 # test/threecontrollers (three binaries, their API server and Valkey servers) runs after the
 # other packages, so that its load does not bend their timing; the topology suites outlast both.
