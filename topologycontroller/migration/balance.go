@@ -65,7 +65,7 @@ func (mo *Mover) Balance(ctx context.Context, st *Round) (bool, error) {
 	}
 	if len(moves) == 0 {
 		st.balanced = true
-		if !migrationStarting(st) {
+		if moved := mo.underway.balanced(st.Cluster.UID); moved || !migrationStarting(st) {
 			mo.event(st, nil, corev1.EventTypeNormal, valkeyv1.EventMigrated, "MigrateSlots", "slots are balanced: %d primaries own %d slots each (within one)", len(targets), planner.TotalSlots/len(targets))
 		}
 		return false, nil
@@ -177,6 +177,9 @@ func (mo *Mover) applyMoves(ctx context.Context, st *Round, moves []planner.Move
 	// Slots are moving while any move is planned, even in a round that fails.
 	st.migrating = len(migrations) > 0
 	moved, atomic, err := mo.migrate(ctx, st, migrations)
+	if moved > 0 || atomic > 0 {
+		mo.underway.moved(st.Cluster.UID)
+	}
 	if atomic > 0 {
 		st.Wait(fmt.Sprintf("migrating %d slots atomically", atomic), atomicPoll)
 	}

@@ -35,6 +35,8 @@ type Mover struct {
 	Flush func(ctx context.Context, st *round.State, m *round.Member) (bool, error)
 
 	stalls stallBook
+	// underway: the clusters whose slots moved and are not balanced yet (underway.go).
+	underway underwayBook
 }
 
 // event records an event of the moves.
