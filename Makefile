@@ -271,7 +271,10 @@ LOCAL_KUBECONFIG = $(E2E_KUBECONFIG)
 .PHONY: deploy
 deploy: ## Install the operator (DEPLOY_DIR, default deploy/default) into the cluster of KUBECONFIG, apply SAMPLE and wait until it is Ready.
 	$(KUBECTL) apply --server-side --force-conflicts -k $(DEPLOY_DIR)
-	$(KUBECTL) wait --for=condition=Established --timeout=60s crd/valkeyclusters.valkey.io crd/valkeynodes.valkey.io
+	@# kubectl wait fails at once on a CRD with no conditions yet (just created): asked again.
+	@crds="crd/valkeyclusters.valkey.io crd/valkeynodes.valkey.io"; for i in $$(seq 120); do \
+	  $(KUBECTL) wait --for=condition=Established --timeout=60s $$crds >/dev/null 2>&1 && exit 0; sleep 0.5; done; \
+	  $(KUBECTL) wait --for=condition=Established --timeout=1s $$crds
 	$(KUBECTL) -n valkey-system rollout status deployment --timeout=180s
 	$(KUBECTL) -n $(SAMPLE_NAMESPACE) apply -f $(SAMPLE)
 	@name=$$($(KUBECTL) -n $(SAMPLE_NAMESPACE) get -f $(SAMPLE) -o jsonpath='{.metadata.name}'); \

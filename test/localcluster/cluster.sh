@@ -518,9 +518,18 @@ disks_up() {
 # build (`make snapshotter`), snapshots stay unbound, with a note.
 snapshots_up() {
 	kubectl_ apply --server-side --force-conflicts -f "$REPO/test/crds/snapshot/" >/dev/null
-	kubectl_ wait --for=condition=Established --timeout=60s \
-		crd/volumesnapshots.snapshot.storage.k8s.io crd/volumesnapshotcontents.snapshot.storage.k8s.io \
-		crd/volumesnapshotclasses.snapshot.storage.k8s.io >/dev/null
+	# kubectl wait fails at once ("accessor error: <nil>") on a CRD whose status has no
+	# conditions yet, as one just created may have: it is asked again until they are there.
+	local crds=(crd/volumesnapshots.snapshot.storage.k8s.io crd/volumesnapshotcontents.snapshot.storage.k8s.io
+		crd/volumesnapshotclasses.snapshot.storage.k8s.io)
+	local deadline=$((SECONDS + 60))
+	until kubectl_ wait --for=condition=Established --timeout=60s "${crds[@]}" >/dev/null 2>&1; do
+		if [ "$SECONDS" -ge "$deadline" ]; then
+			kubectl_ wait --for=condition=Established --timeout=1s "${crds[@]}" >/dev/null # its error, and the exit
+			break
+		fi
+		sleep 0.5
+	done
 	if [ -z "$SNAPSHOT_CONTROLLER" ] || [ ! -x "$SNAPSHOT_CONTROLLER" ]; then
 		log "snapshot-controller skipped: no build (${SNAPSHOT_CONTROLLER:-SNAPSHOT_CONTROLLER unset}; 'make snapshotter' builds it)"
 		return
