@@ -54,7 +54,6 @@ var _ = Describe("claim per node", func() {
 		for _, c := range cur.Status.Conditions {
 			Expect(c.ObservedGeneration).To(Equal(cur.Generation))
 		}
-		Eventually(eventReasons(ctx, node)).Should(ContainElement("Normal/ClaimCreated"))
 		Expect(claimsInState("Bound")).To(BeNumerically(">=", 1))
 
 		By("a claim the PV controller reports Lost")

@@ -199,12 +199,11 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 		return notUsableReport(node, class, valkeyv1.ReasonCreating, fmt.Sprintf("create claim %s: %v", name, err)),
 			fmt.Errorf("create claim %s: %w", name, err)
 	}
+	// A new node's claim gets no event: its status says the same (status.volume, VolumeReady),
+	// and an event per node was a fifth of a fan-out's writes. A claim made again is news.
 	if v := node.Status.Volume; v != nil && v.Phase != "" && v.Phase != string(corev1.ClaimPending) {
 		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.EventClaimRecreated, "RecreateClaim",
 			"claim %s disappeared while the node exists; created a new, empty claim of %s", name, node.Spec.Persistence.Size.String())
-	} else {
-		r.Recorder.Eventf(node, claim, corev1.EventTypeNormal, valkeyv1.EventClaimCreated, "CreateClaim",
-			"created claim %s of %s (%s)", name, node.Spec.Persistence.Size.String(), class.describe())
 	}
 	// The claim as created (Pending) is reported at once: on a WaitForFirstConsumer class
 	// that is VolumeReady=True already, and the claim's own watch event then finds nothing

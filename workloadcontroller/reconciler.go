@@ -273,8 +273,8 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 	if err := r.apply(ctx, node, cur, want, ""); err != nil {
 		return status.Condition(valkeyv1.ConditionWorkloadReady, false, valkeyv1.ReasonCreating, err.Error()), roll, err
 	}
-	r.Recorder.Eventf(node, nil, corev1.EventTypeNormal, valkeyv1.EventWorkloadCreated, "Create",
-		"created %s %s with template %s", want.kind, valkeyv1.WorkloadName(node.Name), want.hash)
+	// No event: status.workload and WorkloadReady say the same, and an event per node was a
+	// fifth of a fan-out's writes.
 	return podReadiness(cur.pod, want.hash), upToDate(cur.workload(), want.hash), nil
 }
 

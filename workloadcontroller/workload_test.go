@@ -100,7 +100,6 @@ var _ = Describe("Volume gate", func() {
 		Expect(ws.Kind).To(Equal("StatefulSet"))
 		Expect(ws.Name).To(Equal("valkey-c-0-0"))
 		Expect(ws.DesiredTemplateHash).To(Equal(sts.Spec.Template.Annotations[workloadcontroller.AnnotationTemplateHash]))
-		Eventually(eventReasons(ctx, n)).Should(ContainElement(HavePrefix("Normal/WorkloadCreated")))
 	})
 
 	It("without persistence creates the StatefulSet at once with an emptyDir, no RDB and no AOF", func(ctx context.Context) {

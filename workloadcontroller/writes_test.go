@@ -20,35 +20,50 @@ import (
 
 // statusApplies counts, per namespace, the ValkeyNode status applies the workload
 // controller sends to the API server (PATCH .../valkeynodes/NAME/status with its field
-// manager), seen at the HTTP transport of the controller's client.
+// manager), and its PATCHes of StatefulSets (apply, or a move of managed fields), seen at the
+// HTTP transport of the controller's client.
 type statusApplies struct {
 	mu    sync.Mutex
 	count map[string]int
+	sets  map[string]int
 }
 
-var workloadApplies = &statusApplies{count: map[string]int{}}
+var workloadApplies = &statusApplies{count: map[string]int{}, sets: map[string]int{}}
 
 // wrap is a rest.Config WrapTransport that counts.
 func (s *statusApplies) wrap(rt http.RoundTripper) http.RoundTripper {
 	return roundTripFunc(func(req *http.Request) (*http.Response, error) {
 		p := strings.Split(req.URL.Path, "/")
+		s.mu.Lock()
+		switch {
 		// /apis/valkey.io/v1alpha1/namespaces/NS/valkeynodes/NAME/status
-		if req.Method == http.MethodPatch && len(p) == 9 && p[6] == "valkeynodes" && p[8] == "status" &&
-			req.URL.Query().Get("fieldManager") == valkeyv1.FieldManagerWorkload {
-			s.mu.Lock()
+		case req.Method == http.MethodPatch && len(p) == 9 && p[6] == "valkeynodes" && p[8] == "status" &&
+			req.URL.Query().Get("fieldManager") == valkeyv1.FieldManagerWorkload:
 			s.count[p[5]]++
-			s.mu.Unlock()
+		// /apis/apps/v1/namespaces/NS/statefulsets/NAME
+		case req.Method == http.MethodPatch && len(p) == 8 && p[6] == "statefulsets":
+			s.sets[p[5]]++
 		}
+		s.mu.Unlock()
 		return rt.RoundTrip(req)
 	})
 }
 
-// in returns the count of a namespace.
+// in returns the count of status applies of a namespace.
 func (s *statusApplies) in(ns string) func() int {
 	return func() int {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		return s.count[ns]
+	}
+}
+
+// statefulSetPatches returns the count of StatefulSet PATCHes of a namespace.
+func (s *statusApplies) statefulSetPatches(ns string) func() int {
+	return func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.sets[ns]
 	}
 }
 
@@ -91,7 +106,7 @@ var _ = Describe("Status writes", func() {
 		GinkgoWriter.Printf("workload status applies: %d for %d nodes\n", workloadApplies.in(ns)(), nodes)
 	})
 
-	It("during a fan-out are one per node when the volume is reported ready at once: nothing before VolumeReady is written", func(ctx context.Context) {
+	It("during a fan-out are one per node when the volume is reported ready at once: nothing before VolumeReady is written, and each StatefulSet is written once", func(ctx context.Context) {
 		const nodes = 40
 		ns := newNamespace(ctx)
 		created := make([]*valkeyv1.ValkeyNode, nodes)
@@ -112,6 +127,9 @@ var _ = Describe("Status writes", func() {
 			Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/Creating"))
 		}
 		Consistently(workloadApplies.in(ns)).Should(Equal(nodes))
+		// One apply makes each StatefulSet: none is written again (the managed fields of a
+		// StatefulSet the controller made hold nothing to move to its apply).
+		Expect(workloadApplies.statefulSetPatches(ns)()).To(Equal(nodes))
 	})
 
 	It("report a node whose VolumeReady never comes as waiting for it, past the grace, and say so", func(ctx context.Context) {

@@ -2,7 +2,6 @@ package v1alpha1
 
 // Event reasons of the volume controller (on the ValkeyNode, related to its claim).
 const (
-	EventClaimCreated          = "ClaimCreated"
 	EventClaimRecreated        = "ClaimRecreated"
 	EventClaimAdopted          = "ClaimAdopted"
 	EventClaimConflict         = "ClaimConflict"
@@ -86,9 +85,6 @@ const (
 // when valkey.io/skip-drain lets the workload of a node being deleted go before
 // Drained=True.
 const (
-	// EventWorkloadCreated (Normal): the node's ConfigMap and StatefulSet or Deployment were
-	// created.
-	EventWorkloadCreated = "WorkloadCreated"
 	// EventRollRequested (Normal): the desired pod template differs from the applied one;
 	// the workload waits for RollApproved.
 	EventRollRequested = "RollRequested"

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
@@ -26,7 +27,13 @@ func updateManagers(fieldManager string) sets.Set[string] {
 // and a field the controller stops applying is never removed. The patch carries obj's
 // resourceVersion, so a change in between is refused (Conflict) and tried again by the next
 // reconcile. It tells whether it changed anything; a user's own managers are left alone.
+// An object with no such Update entry is not written: csaupgrade re-encodes the apply
+// entry even then, and its bytes may differ from the API server's (a StatefulSet's do), which
+// made two more writes of every StatefulSet apply.
 func TakeOverUpdates(ctx context.Context, c client.Client, obj client.Object, fieldManager string) (bool, error) {
+	if !hasUpdateEntry(obj, updateManagers(fieldManager)) {
+		return false, nil
+	}
 	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, updateManagers(fieldManager), fieldManager)
 	if err != nil {
 		return false, fmt.Errorf("managed fields of %T %s: %w", obj, obj.GetName(), err)
@@ -38,4 +45,15 @@ func TakeOverUpdates(ctx context.Context, c client.Client, obj client.Object, fi
 		return false, fmt.Errorf("move the fields of %T %s written by update to %s: %w", obj, obj.GetName(), fieldManager, err)
 	}
 	return true, nil
+}
+
+// hasUpdateEntry tells whether obj's managed fields hold an Update entry of the object itself
+// (not a subresource) by one of managers.
+func hasUpdateEntry(obj client.Object, managers sets.Set[string]) bool {
+	for _, e := range obj.GetManagedFields() {
+		if managers.Has(e.Manager) && e.Operation == metav1.ManagedFieldsOperationUpdate && e.Subresource == "" {
+			return true
+		}
+	}
+	return false
 }
