@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -94,39 +93,12 @@ func (t *Template) BareFanOut(ctx context.Context, c client.Client, ns string, n
 		return 0, 0, err
 	}
 	var writes atomic.Int64
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan string)
-	errs := make(chan error, goroutines)
-	var wg sync.WaitGroup
 	start := time.Now()
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for node := range work {
-				if err := t.createNode(ctx, c, ns, node, &writes); err != nil {
-					errs <- err
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	go func() {
-		defer close(work)
-		for _, n := range nodes {
-			select {
-			case work <- n:
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	wg.Wait()
+	err := ForEach(ctx, len(nodes), goroutines, func(ctx context.Context, i int) error {
+		return t.createNode(ctx, c, ns, nodes[i], &writes)
+	})
 	took := time.Since(start)
-	close(errs)
-	if err := <-errs; err != nil {
+	if err != nil {
 		return 0, 0, err
 	}
 	return took, writes.Load(), nil

@@ -97,16 +97,31 @@ func StartController(l Launch, name string) (*Controller, error) {
 	return c, nil
 }
 
-// StartAll starts the three controllers; on an error it stops those already started.
-func StartAll(l Launch) ([]*Controller, error) {
+// StartAll starts the three controllers and waits for the topology controller to hold its
+// partitions; on an error it stops those already started.
+func StartAll(l Launch) ([]*Controller, error) { return StartReplicas(l, 1) }
+
+// StartReplicas is StartAll with topologyReplicas replicas of the topology controller
+// (each its own process and identity), sharing its partitions.
+func StartReplicas(l Launch, topologyReplicas int) ([]*Controller, error) {
 	var cs []*Controller
 	for _, name := range Binaries {
-		c, err := StartController(l, name)
-		if err != nil {
-			StopAll(cs)
-			return nil, err
+		n := 1
+		if name == "topology-controller" {
+			n = topologyReplicas
 		}
-		cs = append(cs, c)
+		for range n {
+			c, err := StartController(l, name)
+			if err != nil {
+				StopAll(cs)
+				return nil, err
+			}
+			cs = append(cs, c)
+		}
+	}
+	if err := WaitPartitions(cs, time.Minute); err != nil {
+		StopAll(cs)
+		return nil, err
 	}
 	return cs, nil
 }
@@ -170,4 +185,46 @@ func freeAddr() (string, error) {
 	}
 	defer func() { _ = l.Close() }()
 	return l.Addr().String(), nil
+}
+
+// TopologyPartitions is the topology controller's partition count as the benchmarks run it
+// (its default).
+const TopologyPartitions = 8
+
+// WaitPartitions waits until the topology replicas of cs hold every partition between them,
+// each at least its share rounded down (at most timeout): a controller just started holds
+// none, and a cluster created before would wait for the first Lease.
+func WaitPartitions(cs []*Controller, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		held, least, replicas, err := partitionsHeld(cs)
+		if err != nil {
+			return err
+		}
+		if replicas > 0 && held == TopologyPartitions && least >= TopologyPartitions/replicas {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the %d topology replicas hold %d of %d partitions after %s", replicas, held, TopologyPartitions, timeout)
+		}
+		time.Sleep(100 * time.Millisecond) // the poll interval of the metrics endpoints
+	}
+}
+
+// partitionsHeld sums the partitions the topology replicas of cs hold, and the fewest one
+// holds.
+func partitionsHeld(cs []*Controller) (held, least, replicas int, err error) {
+	least = TopologyPartitions
+	for _, c := range cs {
+		if c.Name != "topology-controller" {
+			continue
+		}
+		s, err := c.Scrape()
+		if err != nil {
+			return 0, 0, 0, err
+		}
+		n := int(s.PartitionsHeld)
+		held, least, replicas = held+n, min(least, n), replicas+1
+	}
+	return held, least, replicas, nil
 }

@@ -52,7 +52,33 @@ func NewCluster(ns, name string, shards, replicas int32) *valkeyv1.ValkeyCluster
 // ConfigMap and StatefulSet, and reports VolumeReady=True; when not, it says what is missing.
 func FanOutDone(ctx context.Context, c client.Client, vc *valkeyv1.ValkeyCluster) (bool, string, error) {
 	want := int(vc.Spec.Shards * (1 + vc.Spec.Replicas))
-	sel := []client.ListOption{client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name}}
+	return fannedOut(ctx, c, want, client.InNamespace(vc.Namespace), client.MatchingLabels{valkeyv1.LabelCluster: vc.Name})
+}
+
+// NamespaceFannedOut is FanOutDone for every cluster of namespace ns together: nodes
+// ValkeyNodes in all.
+func NamespaceFannedOut(ctx context.Context, c client.Client, ns string, nodes int) (bool, string, error) {
+	return fannedOut(ctx, c, nodes, client.InNamespace(ns), client.HasLabels{valkeyv1.LabelCluster})
+}
+
+// fannedOut tells whether want ValkeyNodes selected by sel exist with their claims,
+// ConfigMaps and StatefulSets, and report VolumeReady=True. The other objects are counted
+// first, from their metadata: the nodes, whole, are listed only once those are all there.
+func fannedOut(ctx context.Context, c client.Client, want int, sel ...client.ListOption) (bool, string, error) {
+	for _, gvk := range []schema.GroupVersionKind{
+		appsv1.SchemeGroupVersion.WithKind("StatefulSetList"),
+		corev1.SchemeGroupVersion.WithKind("ConfigMapList"),
+		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"),
+	} {
+		list := &metav1.PartialObjectMetadataList{}
+		list.SetGroupVersionKind(gvk)
+		if err := c.List(ctx, list, sel...); err != nil {
+			return false, "", err
+		}
+		if len(list.Items) < want {
+			return false, fmt.Sprintf("%d/%d %s", len(list.Items), want, gvk.Kind), nil
+		}
+	}
 	var nodes valkeyv1.ValkeyNodeList
 	if err := c.List(ctx, &nodes, sel...); err != nil {
 		return false, "", err
@@ -66,38 +92,28 @@ func FanOutDone(ctx context.Context, c client.Client, vc *valkeyv1.ValkeyCluster
 	if len(nodes.Items) < want || ready < want {
 		return false, fmt.Sprintf("%d/%d ValkeyNodes, %d VolumeReady", len(nodes.Items), want, ready), nil
 	}
-	for _, gvk := range []schema.GroupVersionKind{
-		corev1.SchemeGroupVersion.WithKind("PersistentVolumeClaimList"),
-		corev1.SchemeGroupVersion.WithKind("ConfigMapList"),
-		appsv1.SchemeGroupVersion.WithKind("StatefulSetList"),
-	} {
-		list := &metav1.PartialObjectMetadataList{}
-		list.SetGroupVersionKind(gvk)
-		if err := c.List(ctx, list, sel...); err != nil {
-			return false, "", err
-		}
-		if len(list.Items) < want {
-			return false, fmt.Sprintf("%d/%d %s", len(list.Items), want, gvk.Kind), nil
-		}
-	}
 	return true, "", nil
 }
 
 // WaitFanOut polls FanOutDone every second until it is done or timeout passes, and returns
 // the time from start to the first poll that found it done.
 func WaitFanOut(ctx context.Context, c client.Client, vc *valkeyv1.ValkeyCluster, start time.Time, timeout time.Duration) (time.Duration, error) {
-	var last string
+	return WaitDone(ctx, "fan-out of "+vc.Name, func() (bool, string, error) { return FanOutDone(ctx, c, vc) }, start, timeout)
+}
+
+// WaitDone polls done every second until it reports done or timeout passes, and returns the
+// time from start to the first poll that found it done; what names the wait in errors.
+func WaitDone(ctx context.Context, what string, done func() (bool, string, error), start time.Time, timeout time.Duration) (time.Duration, error) {
 	for {
-		done, missing, err := FanOutDone(ctx, c, vc)
+		ok, missing, err := done()
 		if err != nil {
 			return 0, err
 		}
-		if done {
+		if ok {
 			return time.Since(start), nil
 		}
-		last = missing
 		if time.Since(start) > timeout {
-			return 0, fmt.Errorf("fan-out of %s not done within %s: %s", vc.Name, timeout, last)
+			return 0, fmt.Errorf("%s not done within %s: %s", what, timeout, missing)
 		}
 		select {
 		case <-ctx.Done():

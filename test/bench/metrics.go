@@ -21,6 +21,13 @@ type Sample struct {
 	// LeaseWrites are the topology controller's writes of its partition Leases
 	// (valkey_partition_lease_writes_total): counted apart, as leader election would be.
 	LeaseWrites float64
+	// PartitionsHeld is a topology replica's valkey_topology_partitions_held.
+	PartitionsHeld float64
+	// CPU is the process's CPU time in seconds (process_cpu_seconds_total).
+	CPU float64
+	// Reconciles and ReconcileSeconds sum controller_runtime_reconcile_total and
+	// controller_runtime_reconcile_time_seconds_sum over the process's controllers.
+	Reconciles, ReconcileSeconds float64
 }
 
 // Writes is the number of write requests (WriteMethods) of the sample, less the partition
@@ -35,7 +42,9 @@ func (s Sample) Writes() float64 {
 
 // Minus is the difference of the request counts of s and an earlier sample.
 func (s Sample) Minus(earlier Sample) Sample {
-	d := Sample{Requests: map[string]float64{}, HeapInuse: s.HeapInuse, HeapAlloc: s.HeapAlloc, LeaseWrites: s.LeaseWrites - earlier.LeaseWrites}
+	d := Sample{Requests: map[string]float64{}, HeapInuse: s.HeapInuse, HeapAlloc: s.HeapAlloc, LeaseWrites: s.LeaseWrites - earlier.LeaseWrites,
+		PartitionsHeld: s.PartitionsHeld, CPU: s.CPU - earlier.CPU,
+		Reconciles: s.Reconciles - earlier.Reconciles, ReconcileSeconds: s.ReconcileSeconds - earlier.ReconcileSeconds}
 	for m, v := range s.Requests {
 		d.Requests[m] = v - earlier.Requests[m]
 	}
@@ -103,6 +112,14 @@ func ParseMetrics(r io.Reader) (Sample, error) {
 			s.HeapAlloc = value
 		case "valkey_partition_lease_writes_total":
 			s.LeaseWrites = value
+		case "valkey_topology_partitions_held":
+			s.PartitionsHeld = value
+		case "process_cpu_seconds_total":
+			s.CPU = value
+		case "controller_runtime_reconcile_total":
+			s.Reconciles += value
+		case "controller_runtime_reconcile_time_seconds_sum":
+			s.ReconcileSeconds += value
 		}
 	}
 	return s, sc.Err()

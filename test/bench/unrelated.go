@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,41 +18,16 @@ func CreateUnrelated(ctx context.Context, c client.Client, ns string, n, gorouti
 		return err
 	}
 	payload := strings.Repeat("x", 1024)
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan int)
-	errs := make(chan error, goroutines)
-	var wg sync.WaitGroup
-	for range goroutines {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				meta := metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: ns,
-					Labels: map[string]string{"app": "unrelated"}}
-				var obj client.Object = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": payload}}
-				if i%2 == 1 {
-					obj = &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"data": []byte(payload)}}
-				}
-				if err := c.Create(ctx, obj); err != nil {
-					errs <- fmt.Errorf("create %s: %w", meta.Name, err)
-					cancel()
-					return
-				}
-			}
-		}()
-	}
-	func() {
-		defer close(work)
-		for i := range n {
-			select {
-			case work <- i:
-			case <-ctx.Done():
-				return
-			}
+	return ForEach(ctx, n, goroutines, func(ctx context.Context, i int) error {
+		meta := metav1.ObjectMeta{Name: fmt.Sprintf("unrelated-%05d", i), Namespace: ns,
+			Labels: map[string]string{"app": "unrelated"}}
+		var obj client.Object = &corev1.ConfigMap{ObjectMeta: meta, Data: map[string]string{"data": payload}}
+		if i%2 == 1 {
+			obj = &corev1.Secret{ObjectMeta: meta, Data: map[string][]byte{"data": []byte(payload)}}
 		}
-	}()
-	wg.Wait()
-	close(errs)
-	return <-errs
+		if err := c.Create(ctx, obj); err != nil {
+			return fmt.Errorf("create %s: %w", meta.Name, err)
+		}
+		return nil
+	})
 }

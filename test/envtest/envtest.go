@@ -61,7 +61,11 @@ type Environment struct {
 }
 
 // Start starts the API server and etcd and installs the CRDs from deploy/crd. Call Stop.
-func Start() (*Environment, error) {
+func Start() (*Environment, error) { return StartWith(nil) }
+
+// StartWith is Start with more kube-apiserver flags (name without dashes, value), such as
+// an audit log.
+func StartWith(apiServerFlags map[string]string) (*Environment, error) {
 	if err := valkeyv1.AddToScheme(scheme.Scheme); err != nil {
 		return nil, err
 	}
@@ -73,6 +77,10 @@ func Start() (*Environment, error) {
 		BinaryAssetsDirectory: dir,
 		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "deploy", "crd")},
 		ErrorIfCRDPathMissing: true,
+	}
+	args := env.ControlPlane.GetAPIServer().Configure()
+	for name, value := range apiServerFlags {
+		args.Set(name, value)
 	}
 	cfg, err := env.Start()
 	if err != nil {

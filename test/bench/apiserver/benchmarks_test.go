@@ -4,8 +4,8 @@ import "testing"
 
 // The benchmarks run in this order (go test runs them in source order): the 300-node
 // fan-out, idle writes on that cluster, then the 1,002-node fan-out on a new API server with
-// 10,000 unrelated objects, and the memory of that run. Run one alone and it sets up what it
-// measures itself.
+// 10,000 unrelated objects, the memory of that run, and 1,000 small clusters on a new API
+// server. Run one alone and it sets up what it measures itself.
 
 // BenchmarkFanOut300 fans out a cluster of 100 shards × 2 replicas (300 nodes) with the three
 // binaries, then creates the same objects with a bare client on 1 and on 8 goroutines, and
@@ -25,3 +25,10 @@ func BenchmarkFanOut1000(b *testing.B) { benchFanOut(b, 334, 2, true) }
 // the 1,002-node cluster of BenchmarkFanOut1000 settled and 10,000 unrelated ConfigMaps and
 // Secrets present.
 func BenchmarkMemory(b *testing.B) { benchMemory(b) }
+
+// BenchmarkScale creates 1,000 ValkeyClusters of 3 shards × 1 replica (6,000 nodes) at once
+// on a new API server, with the topology controller in 3 replicas sharing its 8 partitions,
+// and prints the time for all to be fanned out, then each process's memory, and its writes,
+// reconciles and CPU over a minute settled (-scale-clusters, -scale-shards, -scale-replicas
+// and -scale-topology-replicas change the shape).
+func BenchmarkScale(b *testing.B) { benchScale(b) }

@@ -36,15 +36,26 @@ type server struct {
 	env        *envtest.Environment
 	client     client.Client
 	kubeconfig string
+	// audit is the API server's log of writes (the breakdown by controller and resource).
+	audit *bench.Audit
 }
 
-// startServer starts an API server with the benchmark's StorageClass; dir holds its kubeconfig.
-func startServer(ctx context.Context, dir string) (*server, error) {
-	env, err := envtest.Start()
+// startServer starts an API server with the benchmark's StorageClass and an audit log of
+// writes; dir holds its kubeconfig and log.
+func startServer(ctx context.Context, parent string) (*server, error) {
+	dir, err := os.MkdirTemp(parent, "apiserver-")
 	if err != nil {
 		return nil, err
 	}
-	s := &server{env: env}
+	audit, flags, err := bench.NewAudit(dir)
+	if err != nil {
+		return nil, err
+	}
+	env, err := envtest.StartWith(flags)
+	if err != nil {
+		return nil, err
+	}
+	s := &server{env: env, audit: audit}
 	if err := s.setUp(ctx, dir); err != nil {
 		_ = env.Stop()
 		return nil, err

@@ -3,6 +3,7 @@ package apiserver_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -13,13 +14,21 @@ func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
 	r := operator(b, shards, replicas, unrelated)
 	n := r.nodes()
 	b.ReportMetric(r.fanOut.Seconds(), "operator-s")
-	b.Logf("operator: %d nodes fanned out in %.1f s", n, r.fanOut.Seconds())
+	b.Logf("operator: %d nodes fanned out in %.1f s (its last write done; seen by a poll every second at %.1f s); machine CPU busy %.1f s until then",
+		n, r.fanOut.Seconds(), r.seen.Seconds(), r.cpu)
+	var last []string
+	for _, k := range bench.FanOutWrites {
+		last = append(last, fmt.Sprintf("%s %s %.1f s", k.Verb, k.Resource, r.breakdown.Done[k].Sub(r.start).Seconds()))
+	}
+	b.Logf("  the last write of each kind done: %s", strings.Join(last, ", "))
 	var opWrites float64
 	for _, name := range bench.Binaries {
 		w := r.writes[name]
 		opWrites += w.Writes()
 		b.ReportMetric(w.Writes()/float64(n), name+"-writes/node")
-		b.Logf("  %s: %.0f writes (%.2f per node: %s)", name, w.Writes(), w.Writes()/float64(n), w)
+		b.Logf("  %s: %.0f writes (%.2f per node: %s), %.1f s of CPU", name, w.Writes(), w.Writes()/float64(n), w, w.CPU)
+		b.Logf("    per node, as the API server logged them (%s): %s", r.breakdown.Span(name, r.start),
+			strings.Join(r.breakdown.Lines(name, n), ", "))
 	}
 	bareWrites := float64(bench.BareWritesPerNode * n)
 	b.ReportMetric(opWrites/float64(n), "operator-writes/node")
@@ -39,14 +48,23 @@ func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
 		if err := bare.namespace(ctx, ns); err != nil {
 			b.Fatal(err)
 		}
+		cpu0, err := bench.MachineCPU()
+		if err != nil {
+			b.Fatal(err)
+		}
 		took, writes, err := tmpl.BareFanOut(ctx, bare.client, ns, names, goroutines)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cpu1, err := bench.MachineCPU()
 		if err != nil {
 			b.Fatal(err)
 		}
 		ratio := r.fanOut.Seconds() / took.Seconds()
 		b.ReportMetric(took.Seconds(), fmt.Sprintf("bare%d-s", goroutines))
 		b.ReportMetric(ratio, fmt.Sprintf("ratio-vs-bare%d", goroutines))
-		b.Logf("bare client, %d goroutine(s): %d writes in %.1f s; operator/bare = %.2f×", goroutines, writes, took.Seconds(), ratio)
+		b.Logf("bare client, %d goroutine(s): %d writes in %.1f s, machine CPU busy %.1f s; operator/bare = %.2f×",
+			goroutines, writes, took.Seconds(), cpu1-cpu0, ratio)
 	}
 }
 
