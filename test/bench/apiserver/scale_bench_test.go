@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -120,8 +121,16 @@ func (r *scaleRun) settled(b *testing.B) error {
 	if err != nil {
 		return err
 	}
+	logged, err := r.srv.audit.Offset()
+	if err != nil {
+		return err
+	}
 	time.Sleep(*idleWindow) // the window measured: the controllers left alone
 	after, err := scrapeEach(r.ctrls)
+	if err != nil {
+		return err
+	}
+	idle, err := r.srv.audit.Writes(logged)
 	if err != nil {
 		return err
 	}
@@ -138,6 +147,11 @@ func (r *scaleRun) settled(b *testing.B) error {
 		b.Logf("  %s: RSS %.1f MiB, heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each), %.2f s of CPU",
 			label, bench.MiB(rss), bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
 			perReconcileMs(d.ReconcileSeconds, d.Reconciles), d.CPU)
+		if i == 0 || c.Name != r.ctrls[i-1].Name { // the replicas of a binary share its user agent
+			if lines := idle.Lines(c.Name, r.clusters); len(lines) > 0 {
+				b.Logf("    %s, settled, per cluster, as the API server logged them: %s", c.Name, strings.Join(lines, ", "))
+			}
+		}
 		if c.Name == "topology-controller" {
 			topoWrites, topoReconciles, topoCPU = topoWrites+d.Writes(), topoReconciles+d.Reconciles, topoCPU+d.CPU
 			b.ReportMetric(after[i].PartitionsHeld, label+"-partitions")

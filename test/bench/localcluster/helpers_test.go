@@ -9,13 +9,17 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -27,8 +31,8 @@ import (
 // sampleFile is the sample the benchmarks create (3 shards × 1 replica, persistence).
 const sampleFile = "deploy/samples/valkeycluster-local.yaml"
 
-// clusterClient is a client of the cluster named by BENCH_KUBECONFIG; the benchmark is
-// skipped when it is not set.
+// clusterClient is a client of the cluster named by BENCH_KUBECONFIG, once the topology
+// controller's replicas hold their partitions; the benchmark is skipped when it is not set.
 func clusterClient(b *testing.B) client.WithWatch {
 	b.Helper()
 	path := os.Getenv("BENCH_KUBECONFIG")
@@ -48,6 +52,7 @@ func clusterClient(b *testing.B) client.WithWatch {
 	if err != nil {
 		b.Fatal(err)
 	}
+	waitPartitions(context.Background(), b, c)
 	return c
 }
 
@@ -116,4 +121,47 @@ func podReady(p *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// operatorNamespace, topologyPartitions and topologyPod are how the operator is deployed
+// (deploy/topology-controller): the partition Leases are topology-controller-p00 and on.
+const (
+	operatorNamespace  = "valkey-system"
+	topologyPartitions = 8
+)
+
+var topologyPod = client.MatchingLabels{"app.kubernetes.io/component": "topology-controller"}
+
+// waitPartitions waits until every partition Lease is held by a topology pod that runs
+// and is Ready: a benchmark that starts right after a deployment otherwise times the
+// handover of the Leases from the replicas just replaced.
+func waitPartitions(ctx context.Context, b *testing.B, c client.Client) {
+	b.Helper()
+	err := poll(ctx, 2*time.Minute, "topology partition Leases held by running replicas", func() (bool, error) {
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace(operatorNamespace), topologyPod); err != nil {
+			return false, err
+		}
+		var live []string
+		for i := range pods.Items {
+			if podReady(&pods.Items[i]) && pods.Items[i].DeletionTimestamp.IsZero() {
+				live = append(live, pods.Items[i].Name+"-")
+			}
+		}
+		for p := range topologyPartitions {
+			var l coordinationv1.Lease
+			key := client.ObjectKey{Namespace: operatorNamespace, Name: fmt.Sprintf("topology-controller-p%02d", p)}
+			if err := c.Get(ctx, key, &l); err != nil {
+				return false, client.IgnoreNotFound(err)
+			}
+			holder := ptr.Deref(l.Spec.HolderIdentity, "")
+			if !slices.ContainsFunc(live, func(prefix string) bool { return strings.HasPrefix(holder, prefix) }) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
 }
