@@ -89,6 +89,11 @@ func (w *Writer) createService(ctx context.Context, vc *valkeyv1.ValkeyCluster, 
 		return notOwned(want.Name), nil
 	case apierrors.IsInvalid(err) || apierrors.IsForbidden(err):
 		return fmt.Sprintf("Service %s refused: %v", want.Name, err), nil
+	case apierrors.IsInternalError(err):
+		// Such as no ClusterIP left in the service range: the round goes on (the servers
+		// reach each other by pod address), the condition says why, and the next round
+		// tries again.
+		return fmt.Sprintf("Service %s not created: %v; tried again at the next round", want.Name, err), nil
 	}
 	return "", fmt.Errorf("create Service %s: %w", want.Name, err)
 }
