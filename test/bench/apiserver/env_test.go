@@ -51,6 +51,9 @@ func startServer(ctx context.Context, parent string) (*server, error) {
 	if err != nil {
 		return nil, err
 	}
+	// envtest's service range is a /24: 254 ClusterIPs, fewer than BenchmarkScale's client
+	// Services.
+	flags["service-cluster-ip-range"] = "10.0.0.0/16"
 	env, err := envtest.StartWith(flags)
 	if err != nil {
 		return nil, err

@@ -144,9 +144,9 @@ func (r *scaleRun) settled(b *testing.B) error {
 		}
 		label := processLabel(r.ctrls, i)
 		b.ReportMetric(bench.MiB(rss), label+"-rss-MiB")
-		b.Logf("  %s: RSS %.1f MiB, heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each), %.2f s of CPU",
+		b.Logf("  %s: RSS %.1f MiB, heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each, %.1f API reads each), %.2f s of CPU",
 			label, bench.MiB(rss), bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
-			perReconcileMs(d.ReconcileSeconds, d.Reconciles), d.CPU)
+			perReconcileMs(d.ReconcileSeconds, d.Reconciles), perReconcile(d.Requests["GET"], d.Reconciles), d.CPU)
 		if i == 0 || c.Name != r.ctrls[i-1].Name { // the replicas of a binary share its user agent
 			if lines := idle.Lines(c.Name, r.clusters); len(lines) > 0 {
 				b.Logf("    %s, settled, per cluster, as the API server logged them: %s", c.Name, strings.Join(lines, ", "))
@@ -194,9 +194,11 @@ func processLabel(cs []*bench.Controller, i int) string {
 	return fmt.Sprintf("%s-%d", cs[i].Name, k)
 }
 
-func perReconcileMs(seconds, count float64) float64 {
+func perReconcileMs(seconds, count float64) float64 { return perReconcile(seconds*1000, count) }
+
+func perReconcile(v, count float64) float64 {
 	if count == 0 {
 		return 0
 	}
-	return seconds * 1000 / count
+	return v / count
 }
