@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/test/bench"
@@ -39,6 +40,11 @@ func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
 	ctx := context.Background()
 	tmpl, err := bench.TemplateOf(ctx, r.srv.client, r.cluster.Namespace, valkeyv1.NodeName(r.cluster.Name, 0, 0))
 	if err != nil {
+		b.Fatal(err)
+	}
+	// The bare runs start once the controllers stopped writing: a cluster still settling
+	// (statuses, budgets) would share the machine's CPU with them.
+	if _, err := r.waitQuiet(5*time.Second, 5*time.Minute); err != nil {
 		b.Fatal(err)
 	}
 	bare := bareServer(b)
