@@ -77,6 +77,7 @@ func (r *scaleRun) stop() {
 // fanOut creates the clusters on 8 goroutines and waits until every node is fanned out; it
 // returns the time from the first creation to the last write that fan-out needed.
 func (r *scaleRun) fanOut(ctx context.Context, b *testing.B) (time.Duration, error) {
+	b.Helper()
 	logged, err := r.srv.audit.Offset()
 	if err != nil {
 		return 0, err
@@ -111,6 +112,7 @@ func (r *scaleRun) fanOut(ctx context.Context, b *testing.B) (time.Duration, err
 // settled waits for no write for 10 s, then counts each process's writes, CPU and
 // reconciles over the idle window, and reads its memory.
 func (r *scaleRun) settled(b *testing.B) error {
+	b.Helper()
 	op := &operatorRun{ctrls: r.ctrls}
 	quiet, err := op.waitQuiet(10*time.Second, 10*time.Minute)
 	if err != nil {
