@@ -31,10 +31,11 @@ func updateManagers(fieldManager string) sets.Set[string] {
 // entry even then, and its bytes may differ from the API server's (a StatefulSet's do), which
 // made two more writes of every StatefulSet apply.
 func TakeOverUpdates(ctx context.Context, c client.Client, obj client.Object, fieldManager string) (bool, error) {
-	if !hasUpdateEntry(obj, updateManagers(fieldManager)) {
+	managers := updateManagers(fieldManager)
+	if !hasUpdateEntry(obj, managers) {
 		return false, nil
 	}
-	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, updateManagers(fieldManager), fieldManager)
+	patch, err := csaupgrade.UpgradeManagedFieldsPatch(obj, managers, fieldManager)
 	if err != nil {
 		return false, fmt.Errorf("managed fields of %T %s: %w", obj, obj.GetName(), err)
 	}

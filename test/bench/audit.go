@@ -129,15 +129,19 @@ var FanOutWrites = []WriteKey{
 	{"workload-controller", "patch", "statefulsets"},
 }
 
-// DoneAt is when the last of keys completed (zero when none was logged).
-func (b Breakdown) DoneAt(keys []WriteKey) time.Time {
+// FanOutTime is how long after start the last of the FanOutWrites completed: seen (when a
+// poll found the fan-out done) unless the log shows an earlier end.
+func (b Breakdown) FanOutTime(start time.Time, seen time.Duration) time.Duration {
 	var last time.Time
-	for _, k := range keys {
+	for _, k := range FanOutWrites {
 		if t := b.Done[k]; t.After(last) {
 			last = t
 		}
 	}
-	return last
+	if !last.IsZero() && last.Sub(start) < seen {
+		return last.Sub(start)
+	}
+	return seen
 }
 
 // Span is when agent wrote, in seconds after start: its first and its last write.

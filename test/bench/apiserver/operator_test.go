@@ -123,10 +123,7 @@ func (r *operatorRun) fanOutCluster(ctx context.Context, shards, replicas int32)
 	if r.breakdown, err = r.srv.audit.Writes(logged); err != nil {
 		return err
 	}
-	r.fanOut = r.seen
-	if done := r.breakdown.DoneAt(bench.FanOutWrites); !done.IsZero() && done.Sub(r.start) < r.seen {
-		r.fanOut = done.Sub(r.start)
-	}
+	r.fanOut = r.breakdown.FanOutTime(r.start, r.seen)
 	return nil
 }
 

@@ -100,10 +100,7 @@ func (r *scaleRun) fanOut(ctx context.Context, b *testing.B) (time.Duration, err
 	if err != nil {
 		return 0, err
 	}
-	took := seen
-	if done := breakdown.DoneAt(bench.FanOutWrites); !done.IsZero() && done.Sub(start) < seen {
-		took = done.Sub(start)
-	}
+	took := breakdown.FanOutTime(start, seen)
 	b.Logf("%d clusters of %d × %d (%d nodes) created in %.1f s, all fanned out in %.1f s (seen at %.1f s); %d topology replicas",
 		r.clusters, *scaleShards, *scaleReplicas, r.nodes, created.Seconds(), took.Seconds(), seen.Seconds(), *scaleTopology)
 	return took, nil
