@@ -22,7 +22,9 @@ const foreignRecheck = 30 * time.Second
 // foreign names the first object of the node's names that the cache does not show and that
 // exists, past the cache, without the node as its controller: the caches hold only objects
 // with the operator's labels, and applying over someone else's ConfigMap or StatefulSet
-// would take it over. "" when the node may create them.
+// would take it over. "" when the node may create them. An object of the node's that the
+// cache does not show yet (it was made a moment ago, and its watch event is still on its
+// way) is put in cur as read: it is not applied a second time.
 func (r *Reconciler) foreign(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, want *desired) (string, error) {
 	var objs []client.Object
 	if cur.cm == nil {
@@ -35,12 +37,27 @@ func (r *Reconciler) foreign(ctx context.Context, node *valkeyv1.ValkeyNode, cur
 			return "", err
 		}
 		if !foreign {
+			cur.seen(obj)
 			continue
 		}
 		return fmt.Sprintf("%s %s exists and is not owned by ValkeyNode %s: it is left as it is and no pod is started; delete or rename it so that the operator can make its own",
 			kindOf(obj), obj.GetName(), node.Name), nil
 	}
 	return "", nil
+}
+
+// seen puts in cur an object of the node's read past the cache: one that exists (a UID)
+// with the label the cache selects on, so that the cache shows it soon.
+func (c *current) seen(obj client.Object) {
+	if obj.GetUID() == "" || obj.GetLabels()[valkeyv1.LabelManagedBy] != valkeyv1.ManagedByValue {
+		return
+	}
+	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		c.cm = cm
+		return
+	}
+	w := readWorkload(obj)
+	c.workloads[w.kind] = w
 }
 
 // notOwned reports a node blocked by another's object: WorkloadReady=False, ObjectNotOwned,
