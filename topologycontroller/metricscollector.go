@@ -34,6 +34,12 @@ type collectorSource struct {
 	elected <-chan struct{}
 }
 
+// list reads the cache without copying it: a scrape only reads, and a copy of every cluster
+// and node per scrape was as large as the cache itself.
+func (src *collectorSource) list(ctx context.Context, list client.ObjectList) error {
+	return src.reader.List(ctx, list, client.UnsafeDisableDeepCopy)
+}
+
 // collector is the one registered with the metrics registry; SetupWithManager points it at
 // its manager.
 var collector = &clusterCollector{}
@@ -97,7 +103,7 @@ func (c *clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	var clusters valkeyv1.ValkeyClusterList
 	var nodes valkeyv1.ValkeyNodeList
 	var backups valkeyv1.ValkeyBackupList
-	if src.reader.List(ctx, &clusters) != nil || src.reader.List(ctx, &nodes) != nil || src.reader.List(ctx, &backups) != nil {
+	if src.list(ctx, &clusters) != nil || src.list(ctx, &nodes) != nil || src.list(ctx, &backups) != nil {
 		return // the cache is not synced yet: no figures rather than wrong ones
 	}
 	// Nodes and backups by their cluster's key, once per scrape, not once per cluster.

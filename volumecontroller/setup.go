@@ -85,10 +85,12 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// CacheOptions are the label filters of the controller's caches: only claims the operator
-// made (app.kubernetes.io/managed-by=valkey-operator) are cached.
+// CacheOptions are the label filters and transforms of the controller's caches: only claims
+// the operator made (app.kubernetes.io/managed-by=valkey-operator) are cached, and of each
+// ValkeyNode only what the controller reads (slimNode).
 func CacheOptions() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
+		&valkeyv1.ValkeyNode{}: {Transform: slimNode},
 		&corev1.PersistentVolumeClaim{}: {
 			Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue}),
 		},
@@ -173,10 +175,11 @@ func classChanged() predicate.Funcs {
 }
 
 // classToNodes maps a StorageClass change to the nodes with persistence that may use it:
-// those naming it, and those naming no class (the default may have changed).
+// those naming it, and those naming no class (the default may have changed). Like every
+// mapping of the controller, it reads the cached nodes in place and changes nothing.
 func (r *Reconciler) classToNodes(ctx context.Context, o client.Object) []reconcile.Request {
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "list ValkeyNodes for a StorageClass change", "storageClass", o.GetName())
 		return nil
 	}

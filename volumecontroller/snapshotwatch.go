@@ -71,7 +71,7 @@ func (r *Reconciler) snapshotToNodes(ctx context.Context, o client.Object) []rec
 		reqs = append(reqs, reconcile.Request{NamespacedName: client.ObjectKey{Namespace: o.GetNamespace(), Name: node}})
 	}
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes, client.InNamespace(o.GetNamespace())); err != nil {
+	if err := r.List(ctx, &nodes, client.InNamespace(o.GetNamespace()), client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "list ValkeyNodes for a VolumeSnapshot change", "volumeSnapshot", o.GetName())
 		return reqs
 	}
@@ -87,7 +87,7 @@ func (r *Reconciler) snapshotToNodes(ctx context.Context, o client.Object) []rec
 // snapshot (a class may now fit their claim).
 func (r *Reconciler) snapshotClassToNodes(ctx context.Context, o client.Object) []reconcile.Request {
 	var nodes valkeyv1.ValkeyNodeList
-	if err := r.List(ctx, &nodes); err != nil {
+	if err := r.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "list ValkeyNodes for a VolumeSnapshotClass change", "volumeSnapshotClass", o.GetName())
 		return nil
 	}

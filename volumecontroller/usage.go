@@ -186,10 +186,11 @@ func (p *usagePoller) Start(ctx context.Context) error {
 	}
 }
 
-// round reads every node with persistence once, fetchWorkers at a time.
+// round reads every node with persistence once, fetchWorkers at a time. The cached nodes
+// are read in place (no copy of every node per round): nothing here changes them.
 func (p *usagePoller) round(ctx context.Context) {
 	var nodes valkeyv1.ValkeyNodeList
-	if err := p.reader.List(ctx, &nodes); err != nil {
+	if err := p.reader.List(ctx, &nodes, client.UnsafeDisableDeepCopy); err != nil {
 		log.FromContext(ctx).Error(err, "list ValkeyNodes to measure their volumes")
 		return
 	}

@@ -7,6 +7,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 	"valkey.io/operator/internal/valkeyconf"
 )
 
@@ -28,6 +30,25 @@ func slimWorkload(o any) (any, error) {
 	case *appsv1.Deployment:
 		w.ManagedFields = nil
 		w.Spec.Template.Spec = corev1.PodSpec{}
+	}
+	return o, nil
+}
+
+// readConditions are the ValkeyNode conditions the controller reads: its own, and those it
+// waits for (nodePredicate).
+var readConditions = append([]string{valkeyv1.ConditionVolumeReady, valkeyv1.ConditionRollApproved,
+	valkeyv1.ConditionDrained, valkeyv1.ConditionConfigApplied, valkeyv1.ConditionPaused}, valkeyv1.WorkloadConditions...)
+
+// slimValkeyNode drops of a cached ValkeyNode what the controller never reads: the other
+// controllers' conditions but those of readConditions, status.volume and status.topology.
+// The spec and status.workload are kept whole (the workload is built from the spec, and the
+// status apply compares its share with status.workload). The controller writes a node only
+// by its status apply, never from a cached copy.
+func slimValkeyNode(o any) (any, error) {
+	if n, ok := o.(*valkeyv1.ValkeyNode); ok {
+		n.ManagedFields = nil
+		n.Status.Conditions = status.Only(n.Status.Conditions, readConditions...)
+		n.Status.Volume, n.Status.Topology = nil, nil
 	}
 	return o, nil
 }

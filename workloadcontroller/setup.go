@@ -125,6 +125,7 @@ func CacheOptions() map[client.Object]cache.ByObject {
 		&networkingv1.NetworkPolicy{}: {Label: managed.Label},
 		&corev1.Event{}:               {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
 		&corev1.Node{}:                {Transform: slimNode},
+		&valkeyv1.ValkeyNode{}:        {Transform: slimValkeyNode},
 	}
 }
 

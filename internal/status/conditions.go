@@ -1,6 +1,8 @@
 package status
 
 import (
+	"slices"
+
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -32,4 +34,16 @@ func IsTrue(conds []metav1.Condition, condType string) bool {
 func IsCurrentTrue(obj client.Object, conds []metav1.Condition, condType string) bool {
 	c := Get(conds, condType)
 	return c != nil && c.Status == metav1.ConditionTrue && c.ObservedGeneration == obj.GetGeneration()
+}
+
+// Only returns the conditions of conds whose type is one of types, in their order (a cache
+// transform keeps with it the conditions its controller reads).
+func Only(conds []metav1.Condition, types ...string) []metav1.Condition {
+	var out []metav1.Condition
+	for _, c := range conds {
+		if slices.Contains(types, c.Type) {
+			out = append(out, c)
+		}
+	}
+	return out
 }

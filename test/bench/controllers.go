@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -39,6 +40,7 @@ func Build(repoRoot, dir string) error {
 type Controller struct {
 	Name    string
 	Metrics string // host:port of the metrics endpoint
+	Pprof   string // host:port of the /debug/pprof endpoints
 	cmd     *exec.Cmd
 	logs    *strings.Builder
 	done    chan error
@@ -67,8 +69,12 @@ func StartController(l Launch, name string) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
+	pprof, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	args := []string{"--leader-elect=false", "--log-level=error",
-		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health}
+		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health, "--pprof-bind-address=" + pprof}
 	env := append(os.Environ(), "POD_NAME=", "POD_NAMESPACE=", "KUBECONFIG=")
 	if l.KubeconfigEnv {
 		env = append(env, "KUBECONFIG="+l.Kubeconfig)
@@ -82,7 +88,7 @@ func StartController(l Launch, name string) (*Controller, error) {
 		// Sharded, as deployed: one replica holds every partition Lease.
 		args = append(args, "--partition-namespace=default")
 	}
-	c := &Controller{Name: name, Metrics: metrics, logs: &strings.Builder{}, done: make(chan error, 1)}
+	c := &Controller{Name: name, Metrics: metrics, Pprof: pprof, logs: &strings.Builder{}, done: make(chan error, 1)}
 	c.cmd = exec.Command(filepath.Join(l.Dir, name), args...)
 	c.cmd.Env = env
 	c.cmd.Stdout, c.cmd.Stderr = c.logs, c.logs
@@ -173,6 +179,27 @@ func (c *Controller) waitReady(url string, timeout time.Duration) error {
 		case <-tick.C:
 		}
 	}
+}
+
+// SaveHeapProfile writes the controller's heap profile (go tool pprof reads it) to path.
+func (c *Controller) SaveHeapProfile(path string) error {
+	resp, err := http.Get("http://" + c.Pprof + "/debug/pprof/heap")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s heap profile: status %d", c.Name, resp.StatusCode)
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := io.Copy(f, resp.Body); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // Logs is what the controller printed so far.

@@ -8,30 +8,47 @@ import (
 	"strings"
 )
 
-// RSS is the resident set size of process pid in bytes, from /proc/<pid>/status (VmRSS).
-func RSS(pid int) (float64, error) {
+// Memory is a process's resident memory in bytes, from /proc/<pid>/status: all of it
+// (VmRSS), and its parts: anonymous (the heap, stacks and the runtime's own: RssAnon) and
+// file-backed (the pages of the binary and libraries read so far: RssFile).
+type Memory struct {
+	RSS, Anon, File float64
+}
+
+// ReadMemory reads the resident memory of process pid.
+func ReadMemory(pid int) (Memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, err
+		return Memory{}, err
 	}
 	defer func() { _ = f.Close() }()
+	var m Memory
+	fields := map[string]*float64{"VmRSS:": &m.RSS, "RssAnon:": &m.Anon, "RssFile:": &m.File}
+	seen := 0
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		name, rest, _ := strings.Cut(sc.Text(), "\t")
+		dst, ok := fields[name]
 		if !ok {
 			continue
 		}
-		fields := strings.Fields(rest)
-		if len(fields) != 2 || fields[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+		v := strings.Fields(rest)
+		if len(v) != 2 || v[1] != "kB" {
+			return Memory{}, fmt.Errorf("unexpected line %q in /proc/%d/status", sc.Text(), pid)
 		}
-		kb, err := strconv.ParseFloat(fields[0], 64)
-		return kb * 1024, err
+		kb, err := strconv.ParseFloat(v[0], 64)
+		if err != nil {
+			return Memory{}, err
+		}
+		*dst, seen = kb*1024, seen+1
 	}
 	if err := sc.Err(); err != nil {
-		return 0, err
+		return Memory{}, err
 	}
-	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", pid)
+	if seen != len(fields) {
+		return Memory{}, fmt.Errorf("VmRSS, RssAnon or RssFile missing from /proc/%d/status", pid)
+	}
+	return m, nil
 }
 
 // MiB converts bytes to mebibytes.

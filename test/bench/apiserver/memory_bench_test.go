@@ -18,14 +18,14 @@ func benchMemory(b *testing.B) {
 		b.Fatal(err)
 	}
 	for _, c := range r.ctrls {
-		rss, err := bench.RSS(c.Pid())
+		mem, err := bench.ReadMemory(c.Pid())
 		if err != nil {
 			b.Fatal(err)
 		}
 		s := samples[c.Name]
-		b.ReportMetric(bench.MiB(rss), c.Name+"-rss-MiB")
+		b.ReportMetric(bench.MiB(mem.RSS), c.Name+"-rss-MiB")
 		b.ReportMetric(bench.MiB(s.HeapInuse), c.Name+"-heap-inuse-MiB")
-		b.Logf("  %s at %d nodes + %d unrelated objects: RSS %.1f MiB, heap in use %.1f MiB, heap allocated %.1f MiB",
-			c.Name, r.nodes(), unrelated(), bench.MiB(rss), bench.MiB(s.HeapInuse), bench.MiB(s.HeapAlloc))
+		b.Logf("  %s at %d nodes + %d unrelated objects: RSS %.1f MiB (anonymous %.1f, the binary's pages %.1f), heap in use %.1f MiB, heap allocated %.1f MiB",
+			c.Name, r.nodes(), unrelated(), bench.MiB(mem.RSS), bench.MiB(mem.Anon), bench.MiB(mem.File), bench.MiB(s.HeapInuse), bench.MiB(s.HeapAlloc))
 	}
 }

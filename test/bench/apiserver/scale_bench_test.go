@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ var (
 	scaleShards   = flag.Int("scale-shards", 3, "shards of each cluster of BenchmarkScale")
 	scaleReplicas = flag.Int("scale-replicas", 1, "replicas of each shard of BenchmarkScale")
 	scaleTopology = flag.Int("scale-topology-replicas", 3, "topology controller replicas of BenchmarkScale")
+	heapProfiles  = flag.String("heap-profiles", "", "folder where BenchmarkScale saves each settled process's heap profile (none when empty)")
 )
 
 // scaleRun is BenchmarkScale's API server, controllers and clusters.
@@ -137,14 +139,19 @@ func (r *scaleRun) settled(b *testing.B) error {
 	var topoWrites, topoReconciles, topoCPU float64
 	for i, c := range r.ctrls {
 		d := after[i].Minus(before[i])
-		rss, err := bench.RSS(c.Pid())
+		mem, err := bench.ReadMemory(c.Pid())
 		if err != nil {
 			return err
 		}
 		label := processLabel(r.ctrls, i)
-		b.ReportMetric(bench.MiB(rss), label+"-rss-MiB")
-		b.Logf("  %s: RSS %.1f MiB, heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each, %.1f API reads each), %.2f s of CPU",
-			label, bench.MiB(rss), bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
+		if *heapProfiles != "" {
+			if err := c.SaveHeapProfile(filepath.Join(*heapProfiles, label+".heap.pb.gz")); err != nil {
+				return err
+			}
+		}
+		b.ReportMetric(bench.MiB(mem.RSS), label+"-rss-MiB")
+		b.Logf("  %s: RSS %.1f MiB (anonymous %.1f, the binary's pages %.1f), heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each, %.1f API reads each), %.2f s of CPU",
+			label, bench.MiB(mem.RSS), bench.MiB(mem.Anon), bench.MiB(mem.File), bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
 			perReconcileMs(d.ReconcileSeconds, d.Reconciles), perReconcile(d.Requests["GET"], d.Reconciles), d.CPU)
 		if i == 0 || c.Name != r.ctrls[i-1].Name { // the replicas of a binary share its user agent
 			if lines := idle.Lines(c.Name, r.clusters); len(lines) > 0 {
