@@ -183,13 +183,28 @@ func (c *Controller) waitReady(url string, timeout time.Duration) error {
 
 // SaveHeapProfile writes the controller's heap profile (go tool pprof reads it) to path.
 func (c *Controller) SaveHeapProfile(path string) error {
-	resp, err := http.Get("http://" + c.Pprof + "/debug/pprof/heap")
+	return SaveProfile(http.DefaultClient, "http://"+c.Pprof+"/debug/pprof/heap", path)
+}
+
+// SaveCPUProfile writes the controller's CPU profile over the next d to path.
+func (c *Controller) SaveCPUProfile(path string, d time.Duration) error {
+	return SaveProfile(http.DefaultClient, CPUProfileURL("http://"+c.Pprof, d), path)
+}
+
+// CPUProfileURL is the address of the CPU profile over d of the pprof endpoints at base.
+func CPUProfileURL(base string, d time.Duration) string {
+	return fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", base, max(1, int(d.Seconds())))
+}
+
+// SaveProfile writes the profile served at url to path.
+func SaveProfile(hc *http.Client, url, path string) error {
+	resp, err := hc.Get(url)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = resp.Body.Close() }()
 	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("%s heap profile: status %d", c.Name, resp.StatusCode)
+		return fmt.Errorf("%s: status %d", url, resp.StatusCode)
 	}
 	f, err := os.Create(path)
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -28,7 +29,9 @@ var (
 	idleWindow    = flag.Duration("idle-window", time.Minute, "window of the idle and restart write counts")
 	kubeconfigEnv = flag.Bool("kubeconfig-env", false, "pass the kubeconfig as $KUBECONFIG, not --kubeconfig "+
 		"(controller-runtime's client rate, 20 QPS, as in a pod, instead of client-go's 5)")
-	scale = flag.Float64("scale", 1, "scale the shards and unrelated objects (a quick check of the benchmarks themselves)")
+	cpuProfiles   = flag.String("cpu-profiles", "", "folder where each fan-out saves CPU profiles of the API server and each controller, from the cluster's creation (none when empty)")
+	cpuProfileFor = flag.Duration("cpu-profile-window", 5*time.Second, "how long the CPU profiles of -cpu-profiles cover")
+	scale         = flag.Float64("scale", 1, "scale the shards and unrelated objects (a quick check of the benchmarks themselves)")
 )
 
 // server is an envtest API server with a client and an admin kubeconfig for the binaries.
@@ -97,6 +100,29 @@ func (s *server) setUp(ctx context.Context, dir string) error {
 		return err
 	}
 	return bench.CreateStorageClass(ctx, s.client)
+}
+
+// profileCPU starts CPU profiles of the API server and of each controller of cs over
+// -cpu-profile-window, saved in -cpu-profiles with the names prefixed by what; wait returns
+// once all are saved. Nothing is profiled without -cpu-profiles.
+func (s *server) profileCPU(cs []*bench.Controller, what string) (wait func() error) {
+	if *cpuProfiles == "" {
+		return func() error { return nil }
+	}
+	var g errgroup.Group
+	g.Go(func() error {
+		hc, err := rest.HTTPClientFor(s.env.Config)
+		if err != nil {
+			return err
+		}
+		return bench.SaveProfile(hc, bench.CPUProfileURL(s.env.Config.Host, *cpuProfileFor), filepath.Join(*cpuProfiles, what+"-kube-apiserver.cpu.pb.gz"))
+	})
+	for _, c := range cs {
+		g.Go(func() error {
+			return c.SaveCPUProfile(filepath.Join(*cpuProfiles, what+"-"+c.Name+".cpu.pb.gz"), *cpuProfileFor)
+		})
+	}
+	return g.Wait
 }
 
 // launch is how the benchmarks start the binaries against s.

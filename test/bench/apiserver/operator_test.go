@@ -100,11 +100,15 @@ func (r *operatorRun) fanOutCluster(ctx context.Context, shards, replicas int32)
 	if err != nil {
 		return err
 	}
+	profiled := r.srv.profileCPU(ctrls, fmt.Sprintf("fanout-%d", shards*(1+replicas)))
 	r.start = time.Now()
 	if err := r.srv.client.Create(ctx, r.cluster); err != nil {
 		return err
 	}
 	if r.seen, err = bench.WaitFanOut(ctx, r.srv.client, r.cluster, r.start, *fanOutTimeout); err != nil {
+		return err
+	}
+	if err := profiled(); err != nil {
 		return err
 	}
 	cpu1, err := bench.MachineCPU()
