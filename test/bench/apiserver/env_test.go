@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -115,7 +116,7 @@ func (s *server) profileCPU(cs []*bench.Controller, what string) (wait func() er
 		if err != nil {
 			return err
 		}
-		return bench.SaveProfile(hc, bench.CPUProfileURL(s.env.Config.Host, *cpuProfileFor), filepath.Join(*cpuProfiles, what+"-kube-apiserver.cpu.pb.gz"))
+		return bench.SaveProfile(hc, bench.CPUProfileURL(strings.TrimSuffix(s.env.Config.Host, "/"), *cpuProfileFor), filepath.Join(*cpuProfiles, what+"-kube-apiserver.cpu.pb.gz"))
 	})
 	for _, c := range cs {
 		g.Go(func() error {
