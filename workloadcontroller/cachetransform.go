@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -17,21 +18,37 @@ import (
 // The controller only writes by server-side apply of configurations it builds, never by
 // updating a cached object, so nothing dropped here is ever written back.
 
-// slimWorkload keeps of a StatefulSet or Deployment its metadata (name, UID, owner,
-// annotations), replicas, the pod template's metadata (AnnotationTemplateHash) and a
-// Deployment's status conditions (ReplicaFailure): see readWorkload. The pod template's
-// spec, the largest part, is never read: the template is compared by its hash annotation.
+// slimWorkload keeps of a StatefulSet or Deployment what readWorkload reads: its metadata
+// but labels (name, UID, owner, annotations such as AnnotationRollFrom), replicas, a
+// StatefulSet's serviceName, the pod template's AnnotationTemplateHash, and the status (a
+// Deployment's ReplicaFailure). The template is compared by that hash; the rest of the spec
+// (the pod spec, the largest part, selector, claim templates) is read, when it is, from the
+// API server (appliedStartImage, replace).
 func slimWorkload(o any) (any, error) {
 	switch w := o.(type) {
 	case *appsv1.StatefulSet:
-		w.ManagedFields = nil
-		w.Spec.Template.Spec = corev1.PodSpec{}
-		w.Spec.VolumeClaimTemplates = nil
+		slimMeta(&w.ObjectMeta)
+		w.Spec = appsv1.StatefulSetSpec{Replicas: w.Spec.Replicas, ServiceName: w.Spec.ServiceName, Template: hashOnly(w.Spec.Template)}
 	case *appsv1.Deployment:
-		w.ManagedFields = nil
-		w.Spec.Template.Spec = corev1.PodSpec{}
+		slimMeta(&w.ObjectMeta)
+		w.Spec = appsv1.DeploymentSpec{Replicas: w.Spec.Replicas, Template: hashOnly(w.Spec.Template)}
 	}
 	return o, nil
+}
+
+// slimMeta drops the labels and managedFields of a cached object whose labels are never
+// read (the cache selects on them at the API server).
+func slimMeta(m *metav1.ObjectMeta) {
+	m.ManagedFields, m.Labels = nil, nil
+}
+
+// hashOnly is a pod template reduced to its AnnotationTemplateHash.
+func hashOnly(t corev1.PodTemplateSpec) corev1.PodTemplateSpec {
+	h, ok := t.Annotations[AnnotationTemplateHash]
+	if !ok {
+		return corev1.PodTemplateSpec{}
+	}
+	return corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationTemplateHash: h}}}
 }
 
 // readConditions are the ValkeyNode conditions the controller reads: its own, and those it
@@ -84,12 +101,12 @@ const cachedConfigDigest = "valkey.io/cached-config-sha256"
 // CONFIG SET applies (valkeyconf.RestartPart), also only on the cached copy.
 const cachedRestartDigest = "valkey.io/cached-restart-config-sha256"
 
-// slimConfigMap keeps of a ConfigMap its metadata and the digests of its valkey.conf: the
+// slimConfigMap keeps of a ConfigMap its metadata but labels and the digests of its valkey.conf: the
 // controller only compares the content with the desired one (configMatches,
 // restartConfigMatches).
 func slimConfigMap(o any) (any, error) {
 	if cm, ok := o.(*corev1.ConfigMap); ok {
-		cm.ManagedFields = nil
+		slimMeta(&cm.ObjectMeta)
 		if conf, ok := cm.Data[ConfigFile]; ok {
 			if cm.Annotations == nil {
 				cm.Annotations = map[string]string{}

@@ -3,8 +3,11 @@ package workloadcontroller
 import (
 	"testing"
 
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
@@ -43,5 +46,55 @@ func TestSlimValkeyNodeKeepsWhatTheControllerReads(t *testing.T) {
 	}
 	if len(slim.Status.Conditions) != len(readConditions) || slim.Status.Volume != nil || slim.Status.Topology != nil || slim.ManagedFields != nil {
 		t.Errorf("kept what is never read: %+v", slim.Status)
+	}
+}
+
+// TestSlimWorkloadKeepsWhatReadWorkloadReads: a StatefulSet and a Deployment as the
+// controller builds them (during a roll), as the API server returns them (UID, status),
+// read by readWorkload the same from the cached copy, which holds no labels, selector or
+// pod spec.
+func TestSlimWorkloadKeepsWhatReadWorkloadReads(t *testing.T) {
+	node := withName(baseNode())
+	sts, err := desiredFor(node, &current{workloads: map[valkeyv1.WorkloadType]*workload{}}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ephemeral := node.DeepCopy()
+	ephemeral.Spec.Persistence, ephemeral.Spec.WorkloadType = nil, valkeyv1.WorkloadDeployment
+	dep, err := buildDesired(ephemeral, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}}
+	decode(t, buildWorkload(node, sts, "0123abcd"), full[0])
+	decode(t, buildWorkload(ephemeral, dep, "0123abcd"), full[1])
+	full[1].(*appsv1.Deployment).Status.Conditions = []appsv1.DeploymentCondition{{
+		Type: appsv1.DeploymentReplicaFailure, Status: corev1.ConditionTrue, Reason: "FailedCreate", Message: "quota"}}
+	for _, obj := range full {
+		obj.SetUID("uid-2")
+		before := *readWorkload(obj)
+		if before.hash == "" || before.rollFrom == "" || (before.kind == valkeyv1.WorkloadStatefulSet) != (before.serviceName != "") {
+			t.Fatalf("the built %s lacks what the test compares: %+v", before.kind, before)
+		}
+		slim := obj.DeepCopyObject().(client.Object)
+		if _, err := slimWorkload(slim); err != nil {
+			t.Fatal(err)
+		}
+		if after := *readWorkload(slim); after != before {
+			t.Errorf("%s read from the cache: %+v, want %+v", before.kind, after, before)
+		}
+		if slim.GetLabels() != nil {
+			t.Errorf("%s keeps its labels in the cache", before.kind)
+		}
+		switch w := slim.(type) {
+		case *appsv1.StatefulSet:
+			if w.Spec.Selector != nil || len(w.Spec.Template.Spec.Containers) > 0 || len(w.Spec.Template.Labels) > 0 {
+				t.Errorf("the cached StatefulSet keeps its selector or pod template: %+v", w.Spec)
+			}
+		case *appsv1.Deployment:
+			if w.Spec.Selector != nil || len(w.Spec.Template.Spec.Containers) > 0 || len(w.Spec.Template.Labels) > 0 {
+				t.Errorf("the cached Deployment keeps its selector or pod template: %+v", w.Spec)
+			}
+		}
 	}
 }

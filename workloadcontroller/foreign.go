@@ -53,6 +53,7 @@ func (c *current) seen(obj client.Object) {
 		return
 	}
 	if cm, ok := obj.(*corev1.ConfigMap); ok {
+		_, _ = slimConfigMap(cm) // as cached: configMatches reads the digests it adds
 		c.cm = cm
 		return
 	}
