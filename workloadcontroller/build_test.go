@@ -52,6 +52,18 @@ func decode(t *testing.T, ac any, into runtime.Object) (top, meta, spec []string
 	return keysOf(raw), sub("metadata"), sub("spec")
 }
 
+// deploymentOf is node without persistence, as a Deployment, and its desired workload.
+func deploymentOf(t *testing.T, node *valkeyv1.ValkeyNode) (*valkeyv1.ValkeyNode, *desired) {
+	t.Helper()
+	ephemeral := node.DeepCopy()
+	ephemeral.Spec.Persistence, ephemeral.Spec.WorkloadType = nil, valkeyv1.WorkloadDeployment
+	dep, err := buildDesired(ephemeral, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ephemeral, dep
+}
+
 func TestBuildWorkload(t *testing.T) {
 	node := withName(baseNode())
 	node.UID = "uid-1"
@@ -87,12 +99,7 @@ func TestBuildWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ephemeral := node.DeepCopy()
-	ephemeral.Spec.Persistence, ephemeral.Spec.WorkloadType = nil, valkeyv1.WorkloadDeployment
-	dep, err := buildDesired(ephemeral, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, dep := deploymentOf(t, node)
 
 	for _, tc := range []struct {
 		name     string

@@ -59,12 +59,7 @@ func TestSlimWorkloadKeepsWhatReadWorkloadReads(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ephemeral := node.DeepCopy()
-	ephemeral.Spec.Persistence, ephemeral.Spec.WorkloadType = nil, valkeyv1.WorkloadDeployment
-	dep, err := buildDesired(ephemeral, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	ephemeral, dep := deploymentOf(t, node)
 	full := []client.Object{&appsv1.StatefulSet{}, &appsv1.Deployment{}}
 	decode(t, buildWorkload(node, sts, "0123abcd"), full[0])
 	decode(t, buildWorkload(ephemeral, dep, "0123abcd"), full[1])
