@@ -101,8 +101,8 @@ const cachedConfigDigest = "valkey.io/cached-config-sha256"
 // CONFIG SET applies (valkeyconf.RestartPart), also only on the cached copy.
 const cachedRestartDigest = "valkey.io/cached-restart-config-sha256"
 
-// slimConfigMap keeps of a ConfigMap its metadata but labels and the digests of its valkey.conf: the
-// controller only compares the content with the desired one (configMatches,
+// slimConfigMap keeps of a ConfigMap its metadata but labels and the digests of its
+// valkey.conf: the controller only compares the content with the desired one (configMatches,
 // restartConfigMatches).
 func slimConfigMap(o any) (any, error) {
 	if cm, ok := o.(*corev1.ConfigMap); ok {
