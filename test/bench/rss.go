@@ -15,6 +15,11 @@ type Memory struct {
 	RSS, Anon, File float64
 }
 
+// String is the memory as the benchmarks print it.
+func (m Memory) String() string {
+	return fmt.Sprintf("RSS %.1f MiB (anonymous %.1f, the binary's pages %.1f)", MiB(m.RSS), MiB(m.Anon), MiB(m.File))
+}
+
 // ReadMemory reads the resident memory of process pid.
 func ReadMemory(pid int) (Memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))

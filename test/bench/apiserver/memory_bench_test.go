@@ -25,7 +25,7 @@ func benchMemory(b *testing.B) {
 		s := samples[c.Name]
 		b.ReportMetric(bench.MiB(mem.RSS), c.Name+"-rss-MiB")
 		b.ReportMetric(bench.MiB(s.HeapInuse), c.Name+"-heap-inuse-MiB")
-		b.Logf("  %s at %d nodes + %d unrelated objects: RSS %.1f MiB (anonymous %.1f, the binary's pages %.1f), heap in use %.1f MiB, heap allocated %.1f MiB",
-			c.Name, r.nodes(), unrelated(), bench.MiB(mem.RSS), bench.MiB(mem.Anon), bench.MiB(mem.File), bench.MiB(s.HeapInuse), bench.MiB(s.HeapAlloc))
+		b.Logf("  %s at %d nodes + %d unrelated objects: %s, heap in use %.1f MiB, heap allocated %.1f MiB",
+			c.Name, r.nodes(), unrelated(), mem, bench.MiB(s.HeapInuse), bench.MiB(s.HeapAlloc))
 	}
 }

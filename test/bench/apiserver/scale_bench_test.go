@@ -150,8 +150,8 @@ func (r *scaleRun) settled(b *testing.B) error {
 			}
 		}
 		b.ReportMetric(bench.MiB(mem.RSS), label+"-rss-MiB")
-		b.Logf("  %s: RSS %.1f MiB (anonymous %.1f, the binary's pages %.1f), heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each, %.1f API reads each), %.2f s of CPU",
-			label, bench.MiB(mem.RSS), bench.MiB(mem.Anon), bench.MiB(mem.File), bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
+		b.Logf("  %s: %s, heap in use %.1f MiB; over %s settled: %.0f writes (%s), %.0f reconciles (%.2f ms each, %.1f API reads each), %.2f s of CPU",
+			label, mem, bench.MiB(after[i].HeapInuse), *idleWindow, d.Writes(), d, d.Reconciles,
 			perReconcileMs(d.ReconcileSeconds, d.Reconciles), perReconcile(d.Requests["GET"], d.Reconciles), d.CPU)
 		if i == 0 || c.Name != r.ctrls[i-1].Name { // the replicas of a binary share its user agent
 			if lines := idle.Lines(c.Name, r.clusters); len(lines) > 0 {
