@@ -38,6 +38,9 @@ func formPersistentCluster(ns, name string, shards, replicas int32, aof bool) (*
 	pw := clusterPassword(ns, name)
 	EventuallyWithOffset(1, clusterReady(ns, name), formTimeout).Should(Succeed())
 	EventuallyWithOffset(1, func() error { return checkHealthy(f, pw, int(shards), int(replicas)) }, 30*time.Second).Should(Succeed())
+	for _, n := range listNodes(ns) {
+		ExpectWithOffset(1, n.Finalizers).To(ContainElement(valkeyv1.PVCProtectionFinalizer), "%s is born protected", n.Name)
+	}
 	return f, pw
 }
 

@@ -76,6 +76,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 			case !ok:
 				n = &valkeyv1.ValkeyNode{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: vc.Namespace}, Spec: spec}
 				n.Labels = valkeyv1.NodeLabels(n)
+				withVolumeFinalizer(n)
 				if err := controllerutil.SetControllerReference(vc, n, r.Scheme()); err != nil {
 					return nil, nil, err
 				}
@@ -93,6 +94,15 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 	}
 	round.SortNodes(nodes)
 	return nodes, waiting, nil
+}
+
+// withVolumeFinalizer puts the volume controller's finalizer on a new node with persistence,
+// so it is born protected and the volume controller need not write the node once more to add
+// it (it still adds it to a node made without, and it alone removes it).
+func withVolumeFinalizer(n *valkeyv1.ValkeyNode) {
+	if n.Spec.Persistence != nil {
+		controllerutil.AddFinalizer(n, valkeyv1.PVCProtectionFinalizer)
+	}
 }
 
 // nodeUpToDate tells whether node n has the desired spec and labels.

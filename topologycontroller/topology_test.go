@@ -177,6 +177,7 @@ var _ = Describe("Topology controller", func() {
 			Expect(metav1.IsControlledBy(&n, vc)).To(BeTrue(), n.Name)
 			Expect(n.Labels).To(HaveKeyWithValue(valkeyv1.LabelCluster, "c"))
 			Expect(n.Labels).To(HaveKeyWithValue(valkeyv1.LabelManagedBy, valkeyv1.ManagedByValue))
+			Expect(n.Finalizers).NotTo(ContainElement(valkeyv1.PVCProtectionFinalizer), "%s has no volume to protect", n.Name)
 			Expect(n.Spec.PasswordSecret).NotTo(BeNil())
 			Expect(n.Spec.PasswordSecret.Name).To(Equal("c-auth"))
 			Expect(status.IsCurrentTrue(&n, n.Status.Conditions, valkeyv1.ConditionClusterJoined)).To(BeTrue(), n.Name)

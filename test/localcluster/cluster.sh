@@ -390,19 +390,46 @@ conntrack: {maxPerCore: 0, min: 0, tcpEstablishedTimeout: 0s, tcpCloseWaitTimeou
 EOF
 }
 
-# other_owner: prints the state folder of another clone whose cluster holds the node (its bridge,
-# iptables chains, pod network namespaces and cgroups); fails when there is none.
-other_owner() {
+# recorded_owner: the state folder of another clone recorded as holding the node (its bridge,
+# iptables chains, pod network namespaces and cgroups), with daemons recorded; fails otherwise.
+recorded_owner() {
 	local other
 	other="$(cat "$OWNER" 2>/dev/null)" || return 1
 	[ -n "$other" ] && [ "$other" != "$L" ] && ls "$other"/run/*.pid >/dev/null 2>&1 || return 1
 	echo "$other"
 }
 
+# daemons_alive DIR: succeeds when a daemon recorded in DIR/run still runs (its PID's command
+# line names its binary).
+daemons_alive() {
+	local f p
+	for f in "$1"/run/*.pid; do
+		p="$(cat "$f" 2>/dev/null)"
+		[ -n "$p" ] && [ -r "/proc/$p/cmdline" ] || continue
+		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$(cat "${f%.pid}.bin" 2>/dev/null || echo "$(basename "${f%.pid}")")" && return 0
+	done
+	return 1
+}
+
+# other_owner: prints the state folder of another clone whose running cluster holds the node;
+# fails when there is none.
+other_owner() {
+	local other
+	other="$(recorded_owner)" && daemons_alive "$other" || return 1
+	echo "$other"
+}
+
+# claim_owner: makes this clone's cluster the node's. Another clone's running cluster is refused;
+# one whose daemons are all gone (a run killed half-way, a machine restarted with /run kept) is
+# taken down first, so its mounts, loop devices and network do not outlive it.
 claim_owner() {
 	local other
 	if other="$(other_owner)"; then
 		die "another local cluster is up from $other: run 'make cluster-down' there first"
+	fi
+	if other="$(recorded_owner)"; then
+		log "the cluster of $other left its state but none of its daemons runs: taking it down first"
+		LOCAL_CLUSTER_DIR="$other" "$here/cluster.sh" down
 	fi
 	echo "$L" >"$OWNER"
 }
