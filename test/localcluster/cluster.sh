@@ -116,12 +116,15 @@ ctr_n() {
 }
 
 # pid_of NAME: the live PID recorded for NAME, if its command line still names the binary.
-pid_of() {
-	local f="$L/run/$1.pid" p
+pid_of() { pid_in "$L" "$1"; }
+
+# pid_in DIR NAME: pid_of for the cluster whose state is in DIR.
+pid_in() {
+	local f="$1/run/$2.pid" p
 	[ -f "$f" ] || return 1
 	p="$(cat "$f")"
 	[ -n "$p" ] && [ -r "/proc/$p/cmdline" ] || return 1
-	tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF "$(cat "$L/run/$1.bin" 2>/dev/null || echo "$1")" || return 1
+	tr '\0' ' ' <"/proc/$p/cmdline" | grep -qF "$(cat "$1/run/$2.bin" 2>/dev/null || echo "$2")" || return 1
 	echo "$p"
 }
 
@@ -399,14 +402,11 @@ recorded_owner() {
 	echo "$other"
 }
 
-# daemons_alive DIR: succeeds when a daemon recorded in DIR/run still runs (its PID's command
-# line names its binary).
+# daemons_alive DIR: succeeds when a daemon recorded in DIR/run still runs (pid_in).
 daemons_alive() {
-	local f p
+	local f
 	for f in "$1"/run/*.pid; do
-		p="$(cat "$f" 2>/dev/null)"
-		[ -n "$p" ] && [ -r "/proc/$p/cmdline" ] || continue
-		tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null | grep -qF "$(cat "${f%.pid}.bin" 2>/dev/null || echo "$(basename "${f%.pid}")")" && return 0
+		pid_in "$1" "$(basename "$f" .pid)" >/dev/null && return 0
 	done
 	return 1
 }
