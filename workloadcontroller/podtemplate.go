@@ -99,8 +99,6 @@ func selectorLabels(node *valkeyv1.ValkeyNode) map[string]string {
 }
 
 // podTemplate builds the node's pod template (without the hash annotation).
-//
-//nolint:funlen // one declarative pod spec reads best in one piece
 func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec {
 	opts = opts.withDefaults()
 	args := []string{"--cluster-announce-ip", "$(" + podIPEnv + ")"}
@@ -118,17 +116,6 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 		data.PersistentVolumeClaim = &corev1.PersistentVolumeClaimVolumeSource{ClaimName: valkeyv1.ClaimName(node.Name)}
 	} else {
 		data.EmptyDir = &corev1.EmptyDirVolumeSource{}
-	}
-
-	ping := func(strict bool) corev1.ProbeHandler {
-		cmd := []string{"valkey-cli", "-p", fmt.Sprint(ClientPort)}
-		if strict {
-			// -e: exit non-zero on an error reply (-LOADING, -NOAUTH...), so a server that
-			// cannot serve is not Ready.
-			cmd = []string{"valkey-cli", "-e", "-p", fmt.Sprint(ClientPort)}
-		}
-		cmd = append(append(cmd, probeUser(node)...), "ping")
-		return corev1.ProbeHandler{Exec: &corev1.ExecAction{Command: cmd}}
 	}
 
 	tmpl := corev1.PodTemplateSpec{
@@ -157,21 +144,6 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 					{Name: startVolume, MountPath: startDir, ReadOnly: true},
 					{Name: authVolume, MountPath: AuthDir},
 				},
-				// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF.
-				// Asked every second, so that a server up in a fraction of one is Ready then,
-				// not at the next of 5 s rounds.
-				StartupProbe: &corev1.Probe{
-					ProbeHandler: ping(true), PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 3600,
-				},
-				// Ready: answers PING without error.
-				ReadinessProbe: &corev1.Probe{
-					ProbeHandler: ping(true), PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 2,
-				},
-				// Alive: answers at all (an error reply such as -BUSY still proves the event
-				// loop runs); restarted after a minute of silence.
-				LivenessProbe: &corev1.Probe{
-					ProbeHandler: ping(false), PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6,
-				},
 				SecurityContext: containerSecurity(node),
 			}},
 			InitContainers: []corev1.Container{installStart(node, opts)},
@@ -195,6 +167,7 @@ func podTemplate(node *valkeyv1.ValkeyNode, opts Options) corev1.PodTemplateSpec
 	if sub := node.PodSubdomain(); sub != "" {
 		tmpl.Spec.Hostname, tmpl.Spec.Subdomain = node.PodHostname(), sub
 	}
+	withProbes(node, &tmpl.Spec.Containers[0], opts.ExecProbes)
 	withACL(node, &tmpl.Spec)
 	place(node, &tmpl.Spec)
 	withTLS(node, &tmpl.Spec)

@@ -145,12 +145,12 @@ func TestPodTemplate(t *testing.T) {
 		{"IfNotPresent", c.ImagePullPolicy == corev1.PullIfNotPresent},
 		{"operator password from c-operator", c.Env[1].Name == "VALKEY_OPERATOR_PASSWORD" &&
 			c.Env[1].ValueFrom.SecretKeyRef.Key == "password" && c.Env[1].ValueFrom.SecretKeyRef.Name == "c-operator"},
-		{"readiness fails on error replies, as the operator's user", strings.Join(c.ReadinessProbe.Exec.Command, " ") ==
-			"valkey-cli -e -p 6379 --user valkey-operator ping"},
+		{"startup and readiness asked of valkey-start, which fails them on error replies", c.StartupProbe.HTTPGet != nil &&
+			c.StartupProbe.HTTPGet.Path == "/readyz" && c.StartupProbe.HTTPGet.Port.IntVal == 9121 && c.ReadinessProbe.HTTPGet.Path == "/readyz"},
 		{"the ACL Secret mounted read-only without subPath", spec.Volumes[len(spec.Volumes)-1].Secret != nil &&
 			spec.Volumes[len(spec.Volumes)-1].Secret.SecretName == "c-acl" &&
 			c.VolumeMounts[len(c.VolumeMounts)-1].MountPath == "/etc/valkey-acl" && c.VolumeMounts[len(c.VolumeMounts)-1].SubPath == ""},
-		{"liveness tolerates error replies", c.LivenessProbe.Exec.Command[1] != "-e"},
+		{"liveness tolerates error replies", c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Path == "/livez"},
 		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
 		{"startup asked every second", c.StartupProbe.PeriodSeconds == 1},
 		{"node labels", tmpl.Labels[valkeyv1.LabelCluster] == "c" && tmpl.Labels[valkeyv1.LabelNode] == "c-0-0"},

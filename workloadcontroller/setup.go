@@ -62,6 +62,9 @@ type Options struct {
 	// OperatorNamespace is the namespace the operator runs in: the NetworkPolicy of a node
 	// outside any cluster admits its volume controller to valkey-start's metrics port.
 	OperatorNamespace string `mapstructure:"operator-namespace"`
+	// ExecProbes gives the pod template's probes their earlier form, valkey-cli run in the
+	// container: set only while a workload's running valkey-start is kept (keepStartImage).
+	ExecProbes bool `mapstructure:"-"`
 }
 
 // DefaultOptions are the settings used for zero values.

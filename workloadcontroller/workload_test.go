@@ -131,7 +131,7 @@ var _ = Describe("Volume gate", func() {
 		Expect(mountPathOf(c, "acl")).To(Equal("/etc/valkey-acl"))
 		Expect(c.Env).To(ContainElement(And(HaveField("Name", "POD_IP"), HaveField("ValueFrom.FieldRef.FieldPath", "status.podIP"))))
 		Expect(c.Ports).To(ConsistOf(HaveField("ContainerPort", int32(6379)), HaveField("ContainerPort", int32(16379)), HaveField("ContainerPort", int32(9121))))
-		Expect(c.ReadinessProbe.Exec.Command).To(Equal([]string{"valkey-cli", "-e", "-p", "6379", "--user", "valkey-operator", "ping"}))
+		Expect(c.ReadinessProbe.HTTPGet).To(HaveField("Path", "/readyz"))
 		Expect(c.LivenessProbe).NotTo(BeNil())
 		Expect(c.StartupProbe).NotTo(BeNil())
 		Expect(*c.SecurityContext.ReadOnlyRootFilesystem).To(BeTrue())

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -40,7 +41,10 @@ func ApplyConfiguration(ctx context.Context, c client.Client, ac runtime.ApplyCo
 // applyOwning applies u as fieldManager. When the object answered still has fields owned by
 // Update under one of the controller's names (an earlier release wrote it that way), their
 // ownership is moved to the apply and u is applied once more, so that a field only that
-// release set is removed now rather than kept for ever.
+// release set is removed now rather than kept for ever. When the apply is refused as invalid,
+// the same is tried first on the object as it is: a field such a release set can make the
+// merge invalid (a probe's exec beside this release's httpGet: one handler only), and is
+// removed once it is the apply's.
 func applyOwning(ctx context.Context, c client.Client, u map[string]any, fieldManager string) error {
 	apply := func() (*unstructured.Unstructured, error) {
 		in := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(u)}
@@ -48,12 +52,37 @@ func applyOwning(ctx context.Context, c client.Client, u map[string]any, fieldMa
 		return in, err
 	}
 	got, err := apply()
+	if apierrors.IsInvalid(err) {
+		return applyOverUpdates(ctx, c, u, fieldManager, err, apply)
+	}
 	if err != nil {
 		return err
 	}
 	moved, err := TakeOverUpdates(ctx, c, got, fieldManager)
 	if err != nil || !moved {
 		return err
+	}
+	_, err = apply()
+	return err
+}
+
+// applyOverUpdates takes over the Update fields of the object u names as it is, then applies
+// again; refused is the first apply's error, returned when there was nothing to take over.
+func applyOverUpdates(ctx context.Context, c client.Client, u map[string]any, fieldManager string, refused error,
+	apply func() (*unstructured.Unstructured, error)) error {
+	live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u["apiVersion"], "kind": u["kind"]}}
+	meta, _ := u["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	namespace, _ := meta["namespace"].(string)
+	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err != nil {
+		return refused
+	}
+	moved, err := TakeOverUpdates(ctx, c, live, fieldManager)
+	if err != nil {
+		return err
+	}
+	if !moved {
+		return refused
 	}
 	_, err = apply()
 	return err

@@ -23,6 +23,18 @@ const (
 	MetricsPort = 9121
 )
 
+// Paths of the kubelet's probes, which valkey-start answers on MetricsPort over a connection
+// it keeps to the server: a probe costs the kubelet an HTTP request instead of a process
+// started in the container, and is answered within milliseconds of the server answering.
+const (
+	// ReadyPath answers 200 when the server replies PONG to PING: not loading, the password
+	// accepted (the startup and readiness probes).
+	ReadyPath = "/readyz"
+	// AlivePath answers 200 when the server replies at all, an error reply such as -BUSY or
+	// -LOADING included: its event loop runs (the liveness probe).
+	AlivePath = "/livez"
+)
+
 // DefaultNodeTimeout is the cluster-node-timeout (milliseconds) the operator renders when
 // spec.config does not name one: how long a node may not answer before its peers fail it
 // over. Chosen by measurement (docs/operations.md, "Failover timing"): a stopped primary's

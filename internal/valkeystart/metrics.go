@@ -116,8 +116,9 @@ func MetricsHandler(dir string, state *atomic.Pointer[PersistenceState], server 
 	return mux, nil
 }
 
-// serveMetrics serves /metrics on w.MetricsAddr until ctx ends or the server stops (done).
-// It never stops the server: an address it cannot listen on is logged.
+// serveMetrics serves /metrics and the kubelet's probes (valkeyconf.ReadyPath, AlivePath) on
+// w.MetricsAddr until ctx ends or the server stops (done). It never stops the server: an
+// address it cannot listen on is logged (the probes then fail: the pod is not Ready).
 func (w *Wrapper) serveMetrics(ctx context.Context, done <-chan struct{}) {
 	if w.MetricsAddr == "" {
 		return
@@ -131,7 +132,12 @@ func (w *Wrapper) serveMetrics(ctx context.Context, done <-chan struct{}) {
 		w.logf("metrics: %v (the server's own figures are not reported)", err)
 		handler, _ = MetricsHandler(w.DataDir, &w.persistence)
 	}
-	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
+	mux := http.NewServeMux()
+	mux.Handle("/", handler)
+	probes := w.newProber()
+	defer probes.close()
+	probes.handle(mux)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second, WriteTimeout: 10 * time.Second}
 	l, err := (&net.ListenConfig{}).Listen(ctx, "tcp", w.MetricsAddr)
 	if err != nil {
 		w.logf("metrics: %v (the volume's usage is not reported)", err)
