@@ -153,6 +153,8 @@ func TestPodTemplate(t *testing.T) {
 		{"liveness tolerates error replies", c.LivenessProbe.HTTPGet != nil && c.LivenessProbe.HTTPGet.Path == "/livez"},
 		{"startup allows an hour", c.StartupProbe.PeriodSeconds*c.StartupProbe.FailureThreshold >= 3600},
 		{"startup asked every second", c.StartupProbe.PeriodSeconds == 1},
+		{"readiness asked every second, not Ready after 10 s without", c.ReadinessProbe.PeriodSeconds == 1 &&
+			c.ReadinessProbe.PeriodSeconds*c.ReadinessProbe.FailureThreshold == 10},
 		{"node labels", tmpl.Labels[valkeyv1.LabelCluster] == "c" && tmpl.Labels[valkeyv1.LabelNode] == "c-0-0"},
 		{"valkey-start copied from the start image", len(spec.InitContainers) == 1 && ic.Image == "op/workload:1" &&
 			ic.Command[0] == StartImagePath && ic.Command[1] == "install" && ic.VolumeMounts[0].Name == spec.Volumes[2].Name},

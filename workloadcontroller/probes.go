@@ -18,16 +18,20 @@ import (
 // a workload whose running valkey-start is kept (keepStartImage): that valkey-start may not
 // answer the paths.
 func withProbes(node *valkeyv1.ValkeyNode, c *corev1.Container, exec bool) {
+	// Ready: answers PING without error; not Ready after 10 s without. Asked every second:
+	// the kubelet asks it at once when the startup probe succeeds only if the pod's status
+	// already shows the start, else at its next period.
 	ready, alive := httpProbe(valkeyconf.ReadyPath), httpProbe(valkeyconf.AlivePath)
-	if exec {
+	readyPeriod, readyFailures := int32(1), int32(10)
+	if exec { // as that release had them: a process per probe, readiness every 5 s
 		ready, alive = cliPing(node, true), cliPing(node, false)
+		readyPeriod, readyFailures = 5, 2
 	}
 	// Startup: done once the data set is loaded; generous (1h) for a big RDB/AOF. Asked
 	// every second, so that a server up in a fraction of one is Ready then, not at the next
 	// of 5 s rounds.
 	c.StartupProbe = &corev1.Probe{ProbeHandler: ready, PeriodSeconds: 1, TimeoutSeconds: 5, FailureThreshold: 3600}
-	// Ready: answers PING without error.
-	c.ReadinessProbe = &corev1.Probe{ProbeHandler: ready, PeriodSeconds: 5, TimeoutSeconds: 5, FailureThreshold: 2}
+	c.ReadinessProbe = &corev1.Probe{ProbeHandler: ready, PeriodSeconds: readyPeriod, TimeoutSeconds: 5, FailureThreshold: readyFailures}
 	// Alive: answers at all (an error reply such as -BUSY still proves the event loop runs);
 	// restarted after a minute of silence.
 	c.LivenessProbe = &corev1.Probe{ProbeHandler: alive, PeriodSeconds: 10, TimeoutSeconds: 5, FailureThreshold: 6}
