@@ -53,10 +53,8 @@ func (b *convergeBook) forget(uid types.UID) {
 }
 
 // lookAgainWhileConverging keeps the round from settling while Valkey is still converging
-// (see convergingIn): it is reported in Progressing and looked at again soon; sooner while
-// the cluster forms (paceForming).
+// (see convergingIn): it is reported in Progressing and looked at again soon.
 func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
-	defer paceForming(st)
 	why := convergingIn(st)
 	if len(why) == 0 {
 		r.converging.forget(st.Cluster.UID)

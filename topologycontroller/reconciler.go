@@ -148,6 +148,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, vc *valkeyv1.ValkeyClu
 	}
 	r.noteRestoreAndStorage(st)
 	r.lookAgainWhileConverging(st)
+	paceForming(st)
 	r.backups.Run(ctx, st.backups)
 	st.recheckUsers()
 	r.mover.NoteStalls(st.moves)
