@@ -52,32 +52,16 @@ func applyOwning(ctx context.Context, c client.Client, u map[string]any, fieldMa
 		return in, err
 	}
 	got, err := apply()
+	refused := err // what is returned when there is nothing to take over (nil after a success)
 	if apierrors.IsInvalid(err) {
-		return applyOverUpdates(ctx, c, u, fieldManager, err, apply)
+		if got, err = liveObject(ctx, c, u); err != nil {
+			return refused
+		}
 	}
 	if err != nil {
 		return err
 	}
 	moved, err := TakeOverUpdates(ctx, c, got, fieldManager)
-	if err != nil || !moved {
-		return err
-	}
-	_, err = apply()
-	return err
-}
-
-// applyOverUpdates takes over the Update fields of the object u names as it is, then applies
-// again; refused is the first apply's error, returned when there was nothing to take over.
-func applyOverUpdates(ctx context.Context, c client.Client, u map[string]any, fieldManager string, refused error,
-	apply func() (*unstructured.Unstructured, error)) error {
-	live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u["apiVersion"], "kind": u["kind"]}}
-	meta, _ := u["metadata"].(map[string]any)
-	name, _ := meta["name"].(string)
-	namespace, _ := meta["namespace"].(string)
-	if err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live); err != nil {
-		return refused
-	}
-	moved, err := TakeOverUpdates(ctx, c, live, fieldManager)
 	if err != nil {
 		return err
 	}
@@ -86,4 +70,15 @@ func applyOverUpdates(ctx context.Context, c client.Client, u map[string]any, fi
 	}
 	_, err = apply()
 	return err
+}
+
+// liveObject reads the object u names as it is, managed fields included (uncached: the
+// client reads unstructured objects from the API server).
+func liveObject(ctx context.Context, c client.Client, u map[string]any) (*unstructured.Unstructured, error) {
+	live := &unstructured.Unstructured{Object: map[string]any{"apiVersion": u["apiVersion"], "kind": u["kind"]}}
+	meta, _ := u["metadata"].(map[string]any)
+	name, _ := meta["name"].(string)
+	namespace, _ := meta["namespace"].(string)
+	err := c.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, live)
+	return live, err
 }
