@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
@@ -74,9 +75,10 @@ func StartWith(apiServerFlags map[string]string) (*Environment, error) {
 		return nil, fmt.Errorf("no kube-apiserver in %s: run `make envtest-bins` (builds it from the Go module proxy) or set KUBEBUILDER_ASSETS", dir)
 	}
 	env := &ctrlenvtest.Environment{
-		BinaryAssetsDirectory: dir,
-		CRDDirectoryPaths:     []string{filepath.Join(RepoRoot(), "deploy", "crd")},
-		ErrorIfCRDPathMissing: true,
+		BinaryAssetsDirectory:    dir,
+		CRDDirectoryPaths:        []string{filepath.Join(RepoRoot(), "deploy", "crd")},
+		ErrorIfCRDPathMissing:    true,
+		ControlPlaneStartTimeout: startTimeout(),
 	}
 	args := env.ControlPlane.GetAPIServer().Configure()
 	for name, value := range apiServerFlags {
@@ -128,4 +130,14 @@ func (e *Environment) NewManager(byObject map[client.Object]cache.ByObject) (ctr
 		Cache:                  cache.Options{ByObject: byObject, DefaultTransform: cache.TransformStripManagedFields()},
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
 	})
+}
+
+// startTimeout is how long etcd and the API server each have to start: 2 minutes, not
+// envtest's 20 s, since make test starts several at once on two cores (the topology suites'
+// processes beside the packages'), or KUBEBUILDER_CONTROLPLANE_START_TIMEOUT when set.
+func startTimeout() time.Duration {
+	if d, err := time.ParseDuration(os.Getenv("KUBEBUILDER_CONTROLPLANE_START_TIMEOUT")); err == nil {
+		return d
+	}
+	return 2 * time.Minute
 }

@@ -150,13 +150,16 @@ func serversAgree(shards, replicas int) error {
 	return nil
 }
 
-// serverClient is a client of one server as the default user.
+// serverClient is a client of one server as the default user. It speaks RESP2 as the
+// operator does: over RESP3, CLUSTER NODES is a verbatim string whose "txt:" prefix would
+// be read as part of the first node's ID.
 func serverClient(addr string) (valkey.Client, error) {
 	var s corev1.Secret
 	if err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName("c")}, &s); err != nil {
 		return nil, err
 	}
-	return valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: string(s.Data[valkeyv1.DefaultPasswordKey]), ForceSingleClient: true, DisableCache: true})
+	return valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr}, Password: string(s.Data[valkeyv1.DefaultPasswordKey]),
+		ForceSingleClient: true, DisableCache: true, AlwaysRESP2: true})
 }
 
 // statusWriters are the field managers that wrote n's status.
