@@ -53,8 +53,10 @@ func (b *convergeBook) forget(uid types.UID) {
 }
 
 // lookAgainWhileConverging keeps the round from settling while Valkey is still converging
-// (see convergingIn): it is reported in Progressing and looked at again soon.
+// (see convergingIn): it is reported in Progressing and looked at again soon; sooner while
+// the cluster forms (paceForming).
 func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
+	defer paceForming(st)
 	why := convergingIn(st)
 	if len(why) == 0 {
 		r.converging.forget(st.Cluster.UID)
@@ -71,8 +73,9 @@ func (r *Reconciler) lookAgainWhileConverging(st *clusterState) {
 // whose pod is ready but that is not ClusterJoined yet (meeting the cluster, a replica
 // whose link to its primary is not up, a server not answering yet; not one kept out because
 // its keys exist nowhere else), a primary whose own slots the seed does not show yet (its
-// new slots are spreading by gossip), and, once every slot is assigned, a member that does
-// not report cluster_state ok yet. Nodes whose pods are not ready are not listed: their
+// new slots are spreading by gossip), a replica some member still sees as a primary without
+// slots (round.ReplicasNotSpread) and, once every slot is assigned, a member that does not
+// report cluster_state ok yet. Nodes whose pods are not ready are not listed: their
 // WorkloadReady wakes the controller.
 func convergingIn(st *clusterState) []string {
 	var why []string
@@ -87,6 +90,7 @@ func convergingIn(st *clusterState) []string {
 		}
 	}
 	why = append(why, migration.SlotsNotSpread(st.State)...)
+	why = append(why, round.ReplicasNotSpread(st.State)...)
 	if st.AssignedSlots() != planner.TotalSlots {
 		return why
 	}

@@ -1,6 +1,8 @@
 package topologycontroller
 
 import (
+	"time"
+
 	"valkey.io/operator/internal/valkeyconf"
 	"valkey.io/operator/topologycontroller/round"
 )
@@ -18,6 +20,28 @@ const (
 	nodeTimeoutKey     = "cluster-node-timeout"
 	formingNodeTimeout = "1000"
 )
+
+// formingPace is how soon a forming cluster (st.forming) is looked at again while Valkey
+// settles a step (a MEET handshaking, gossip spreading): its servers answer within a cron
+// tick (100 ms), and a new cluster waits on each of a few steps in turn, so round.Short
+// (500 ms) each time would be most of its time to Ready. Only the rounds of a cluster
+// forming are paced so; it lasts a second or two.
+const formingPace = 150 * time.Millisecond
+
+// paceForming brings a forming cluster's next look (round.Short) to formingPace.
+func paceForming(st *clusterState) {
+	if st.forming && st.Requeue == round.Short {
+		st.Requeue = formingPace
+	}
+}
+
+// slotsWithReplicas tells whether the slots phase runs in the round the replicate phase
+// acted in: for a cluster with no slot assigned yet, whose replicas and first slots wait for
+// nothing of each other; Valkey's wait before a new primary reports cluster_state ok (see
+// above) then starts a round earlier.
+func slotsWithReplicas(st *clusterState, acted string) bool {
+	return acted == "replicate" && st.AssignedSlots() == 0
+}
 
 // formingTimeout tells whether m's server runs, or is to run, formingNodeTimeout: a primary
 // not reporting cluster_state ok, in a cluster with no slot assigned yet, or given it when its

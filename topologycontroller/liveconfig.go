@@ -100,6 +100,7 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 		forming := formingTimeout(st, m, n.Spec.Config, had && rec.forming)
 		if forming {
 			named[nodeTimeoutKey] = formingNodeTimeout
+			st.forming = true
 		}
 		fresh := liveRecord{runID: m.Repl["run_id"], keys: slices.Sorted(maps.Keys(named)), fp: valkeyconf.Fingerprint(named), forming: forming}
 		if !had || rec.runID != fresh.runID || rec.fp != fresh.fp {

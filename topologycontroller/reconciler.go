@@ -227,9 +227,13 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 		{"scale in", onState(r.members.ScaleIn)},
 		{"rolls", r.approveRolls},
 	}
+	slotsNext := false // see slotsWithReplicas
 	for _, p := range phases {
 		if underway != "" && movesSlots(p.name) {
 			continue // noted below
+		}
+		if slotsNext && p.name != "slots" {
+			continue
 		}
 		acted, err := p.run(ctx, st)
 		if err != nil {
@@ -241,6 +245,13 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 			if st.Requeue == 0 {
 				st.Requeue = round.Short
 			}
+		}
+		switch {
+		case slotsNext: // the slots phase ran after the replicas'
+			return nil
+		case acted && slotsWithReplicas(st, p.name):
+			slotsNext = true
+		case acted:
 			return nil
 		}
 	}

@@ -36,6 +36,8 @@ type clusterState struct {
 	// the cluster's (nil when no server answered). See liveconfig.go.
 	config        map[string]*metav1.Condition
 	configApplied *metav1.Condition
+	// forming: some primary runs formingNodeTimeout this round (see formingtimeout.go).
+	forming bool
 }
 
 func newClusterState(st *round.State, restore *backup.RestorePlan) *clusterState {

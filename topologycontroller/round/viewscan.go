@@ -21,7 +21,7 @@ type viewScan struct {
 // scan fills m.self, m.lines, m.slots, m.unseen and m.others from out.
 func (vs *viewScan) scan(m *Member, out string) error {
 	vs.round++
-	m.Lines, m.Slots, m.Unseen, m.Others = 0, 0, nil, nil
+	m.Lines, m.Slots, m.Unseen, m.Others, m.Bare = 0, 0, nil, nil, nil
 	for rest := out; rest != ""; {
 		var line string
 		line, rest, _ = strings.Cut(rest, "\n")
@@ -53,8 +53,10 @@ func (vs *viewScan) line(m *Member, line string) error {
 	flags, rest := field(rest)
 	handshake := hasFlag(flags, "handshake")
 	m.Lines++
+	slots := 0
 	if !handshake {
-		m.Slots += lineSlots(rest)
+		slots = lineSlots(rest)
+		m.Slots += slots
 	}
 	if hasFlag(flags, "myself") {
 		n, err := clusternodes.ParseLine(strings.Clone(line))
@@ -65,6 +67,9 @@ func (vs *viewScan) line(m *Member, line string) error {
 		return nil
 	}
 	if b := vs.byID[id]; b != nil {
+		if !handshake && slots == 0 && hasFlag(flags, "master") {
+			m.Bare = append(m.Bare, b)
+		}
 		addr := lineAddr(addrField)
 		if addr == b.Addr && !handshake && !hasFlag(flags, "fail") && !hasFlag(flags, "noaddr") && !hasFlag(flags, "fail?") {
 			b.Seen = vs.round
