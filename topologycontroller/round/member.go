@@ -24,7 +24,7 @@ type Member struct {
 	Slots  int                 // slots its view shows owned (handshake lines left out)
 	Unseen map[string]string   // member ID → the address it is seen at ("" when not at all), for the members it does not see well
 	Others []clusternodes.Node // the lines of its view of nodes that are no reachable member
-	Bare   []*Member           // the members its view shows as primaries without slots
+	Bare   []*Member           // the members it sees well (see Sees) as primaries without slots
 	Seen   int                 // the last viewScan round that saw this member well
 }
 

@@ -39,6 +39,14 @@ func TestReplicasNotSpread(t *testing.T) {
 		t.Fatalf("a replica shown as a primary without slots: %q, want c-0-1 named once (c-1-0 is a primary with no slots yet, which is no replica)", why)
 	}
 
+	failed := strings.Replace(stale, "bbbb 10.0.0.2:6379@16379 master -", "bbbb 10.0.0.2:6379@16379 master,fail -", 1)
+	if err := vs.scan(a, failed); err != nil {
+		t.Fatal(err)
+	}
+	if why := ReplicasNotSpread(st); len(why) != 0 {
+		t.Fatalf("a member a view marks failed is not seen (see Sees), which is not gossip still spreading: %q", why)
+	}
+
 	spread := strings.Replace(stale, "bbbb 10.0.0.2:6379@16379 master - 0 0 0", "bbbb 10.0.0.2:6379@16379 slave aaaa 0 0 1", 1)
 	if err := vs.scan(a, spread); err != nil {
 		t.Fatal(err)

@@ -67,12 +67,12 @@ func (vs *viewScan) line(m *Member, line string) error {
 		return nil
 	}
 	if b := vs.byID[id]; b != nil {
-		if !handshake && slots == 0 && hasFlag(flags, "master") {
-			m.Bare = append(m.Bare, b)
-		}
 		addr := lineAddr(addrField)
 		if addr == b.Addr && !handshake && !hasFlag(flags, "fail") && !hasFlag(flags, "noaddr") && !hasFlag(flags, "fail?") {
 			b.Seen = vs.round
+			if slots == 0 && hasFlag(flags, "master") {
+				m.Bare = append(m.Bare, b)
+			}
 		} else {
 			m.Note(id, strings.Clone(addr))
 		}
