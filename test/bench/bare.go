@@ -28,7 +28,6 @@ const BareWritesPerNode = 5
 type Template struct {
 	node                       string
 	valkeyNode, claim, cm, sts []byte
-	volumeReady                metav1.Condition
 	// statuses are the conditions applied to a node's status, each by its own field
 	// manager: VolumeReady alone (the bare client), or one per controller writing before the
 	// node is fanned out (the contract's floor, see Floor).
@@ -48,9 +47,10 @@ type statusWrite struct {
 // least the operator's could cost the API server under the contract.
 func (t *Template) Floor() *Template {
 	f := *t
-	workload := t.volumeReady
-	workload.Type = valkeyv1.ConditionWorkloadReady
-	f.statuses = []statusWrite{{"bench-bare", t.volumeReady}, {"bench-bare-workload", workload}}
+	volume := t.statuses[0]
+	workload := statusWrite{"bench-bare-workload", volume.cond}
+	workload.cond.Type = valkeyv1.ConditionWorkloadReady
+	f.statuses = []statusWrite{volume, workload}
 	return &f
 }
 
@@ -77,7 +77,6 @@ func TemplateOf(ctx context.Context, c client.Client, ns, node string) (*Templat
 			if cond == nil {
 				return nil, fmt.Errorf("%s has no VolumeReady condition", node)
 			}
-			t.volumeReady = *cond
 			t.statuses = []statusWrite{{"bench-bare", *cond}}
 		}
 		b, err := json.Marshal(clean(o.obj))
