@@ -86,7 +86,7 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 			}
 		}
 	}
-	created, err := r.createNodes(ctx, create)
+	created, err := r.createNodes(ctx, vc, create)
 	nodes = append(nodes, created...)
 	err = errors.Join(err, r.updateNodes(ctx, update))
 	if err != nil {
@@ -94,6 +94,23 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 	}
 	round.SortNodes(nodes)
 	return nodes, waiting, nil
+}
+
+// clusterLive tells whether vc, as the API server has it now (past the cache), still exists
+// under the same UID and is not being deleted. A round that read vc from the cache just
+// before its deletion would otherwise create again the nodes deleted with it, which nothing
+// but the garbage collector would remove (with a claim, a workload and a pod made for
+// them meanwhile). It is asked only by a round that has nodes to create.
+func (r *Reconciler) clusterLive(ctx context.Context, vc *valkeyv1.ValkeyCluster) (bool, error) {
+	var now valkeyv1.ValkeyCluster
+	err := r.APIReader.Get(ctx, client.ObjectKeyFromObject(vc), &now)
+	if isNotFound(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read ValkeyCluster %s before creating its nodes: %w", vc.Name, err)
+	}
+	return now.UID == vc.UID && now.DeletionTimestamp.IsZero(), nil
 }
 
 // withVolumeFinalizer puts the volume controller's finalizer on a new node with persistence,
@@ -111,10 +128,16 @@ func nodeUpToDate(n *valkeyv1.ValkeyNode, spec valkeyv1.ValkeyNodeSpec) bool {
 	return equality.Semantic.DeepEqual(n.Spec, spec) && owned.HasLabels(n.Labels, labels)
 }
 
-// createNodes creates the given ValkeyNodes, fanOutParallelism at once, and returns those
-// created. One that already exists is skipped: it is not ours, or not in the cache yet, and
-// the next reconcile sees it.
-func (r *Reconciler) createNodes(ctx context.Context, create []*valkeyv1.ValkeyNode) ([]*valkeyv1.ValkeyNode, error) {
+// createNodes creates the given ValkeyNodes of vc, fanOutParallelism at once, and returns
+// those created; none while vc is not live (see clusterLive). One that already exists is
+// skipped: it is not ours, or not in the cache yet, and the next reconcile sees it.
+func (r *Reconciler) createNodes(ctx context.Context, vc *valkeyv1.ValkeyCluster, create []*valkeyv1.ValkeyNode) ([]*valkeyv1.ValkeyNode, error) {
+	if len(create) == 0 {
+		return nil, nil
+	}
+	if live, err := r.clusterLive(ctx, vc); !live || err != nil {
+		return nil, err
+	}
 	done := make([]bool, len(create))
 	err := inParallel(len(create), func(i int) error {
 		if err := r.Create(ctx, create[i]); err != nil {

@@ -75,9 +75,40 @@ func drained(ns, name string, uid types.UID) func() (*metav1.Condition, error) {
 }
 
 // drainAfterClusterDeletion bounds the drain of the nodes of a deleted cluster (Drained=True
-// ClusterDeleting, then the pvc-protection finalizer released). It is seconds here, but
-// under a loaded CI run it took more than 20 s and 30 s (once each); why is not known yet.
+// ClusterDeleting, then the pvc-protection finalizer released). It is seconds here; the
+// waits that once ran out under load were a round of the cluster in flight at its deletion
+// creating a node again after the test deleted it (see collectGarbage).
 const drainAfterClusterDeletion = 60 * time.Second
+
+// collectGarbage deletes, as Kubernetes' garbage collector would, the ValkeyNodes of ns
+// controlled by the ValkeyCluster of UID owner, which is gone. Envtest runs no garbage
+// collector, and a round of the cluster in flight when the test deleted it and its nodes
+// may create a node again (it read the cluster before the deletion); nothing else would
+// delete that node, and its fake server would run on.
+func collectGarbage(ns string, owner types.UID) {
+	for _, n := range listNodes(ns) {
+		if ref := metav1.GetControllerOf(&n); ref != nil && ref.UID == owner && n.DeletionTimestamp.IsZero() {
+			GinkgoWriter.Printf("deleting %s, created at %s for the ValkeyCluster %s that is gone\n", n.Name, n.CreationTimestamp.Format(time.RFC3339), owner)
+			ExpectWithOffset(1, client.IgnoreNotFound(k8s.Delete(context.Background(), &n))).To(Succeed())
+		}
+	}
+}
+
+// drainReport says what the nodes left in ns show (a failed drain wait's message): each
+// one's deletion, finalizers, topology conditions and status managers.
+func drainReport(ns string) string {
+	var b strings.Builder
+	for _, n := range listNodes(ns) {
+		fmt.Fprintf(&b, "\n%s deleting=%v finalizers=%v", n.Name, !n.DeletionTimestamp.IsZero(), n.Finalizers)
+		for _, c := range n.Status.Conditions {
+			fmt.Fprintf(&b, "\n  %s=%s %s: %s (gen %d, at %s)", c.Type, c.Status, c.Reason, c.Message, c.ObservedGeneration, c.LastTransitionTime.Format(time.RFC3339))
+		}
+		for _, m := range n.ManagedFields {
+			fmt.Fprintf(&b, "\n  managed by %s %s %s at %s", m.Manager, m.Operation, m.Subresource, m.Time.Format(time.RFC3339))
+		}
+	}
+	return b.String()
+}
 
 var _ = Describe("Re-creation and drain", func() {
 
@@ -138,7 +169,10 @@ var _ = Describe("Re-creation and drain", func() {
 		By("deleting the cluster; its Secret stays (garbage collection has not got to it yet)")
 		Expect(k8s.Delete(context.Background(), old)).To(Succeed())
 		Expect(k8s.Delete(context.Background(), getNode(ns, valkeyv1.NodeName("gen", 0, 0)))).To(Succeed())
-		Eventually(func() int { return len(listNodes(ns)) }, drainAfterClusterDeletion).Should(BeZero())
+		Eventually(func() int {
+			collectGarbage(ns, old.UID)
+			return len(listNodes(ns))
+		}, drainAfterClusterDeletion).Should(BeZero(), func() string { return drainReport(ns) })
 		vc := newCluster(ns, "gen", 1, 0)
 		Eventually(func() *metav1.Condition {
 			return status.Get(getCluster(ns, "gen").Status.Conditions, valkeyv1.ConditionReady)

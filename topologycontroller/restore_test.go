@@ -348,13 +348,15 @@ var _ = Describe("Restore", func() {
 		held := getNode(ns, valkeyv1.NodeName("c", 0, replica[0]))
 		controllerutil.AddFinalizer(held, holdFinalizer)
 		Expect(k8s.Update(context.Background(), held)).To(Succeed())
-		Expect(k8s.Delete(context.Background(), getCluster(ns, "c"))).To(Succeed())
+		old := getCluster(ns, "c")
+		Expect(k8s.Delete(context.Background(), old)).To(Succeed())
 		for _, n := range listNodes(ns) {
 			Expect(k8s.Delete(context.Background(), &n)).To(Succeed())
 		}
-		// Under load the drain of a deleted cluster's nodes took past 30 s once (as the
-		// re-creation spec's did): see drainAfterClusterDeletion.
-		Eventually(func() []string { return f.addrs() }, drainAfterClusterDeletion).Should(BeEmpty())
+		Eventually(func() []string {
+			collectGarbage(ns, old.UID)
+			return f.addrs()
+		}, drainAfterClusterDeletion).Should(BeEmpty(), func() string { return drainReport(ns) })
 		for _, name := range []string{valkeyv1.PasswordSecretName("c"), valkeyv1.OperatorSecretName("c"), valkeyv1.ACLSecretName("c")} {
 			Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
 		}

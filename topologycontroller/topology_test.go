@@ -607,10 +607,12 @@ var _ = Describe("Nodes without a live cluster", func() {
 
 		name := valkeyv1.NodeName("gone", 0, 0)
 		Eventually(func() error { return k8s.Update(context.Background(), getNodeWithFinalizer(ns, name)) }).Should(Succeed()) // the volume controller's
-		Expect(k8s.Delete(context.Background(), getCluster(ns, "gone"))).To(Succeed())
+		gone := getCluster(ns, "gone")
+		Expect(k8s.Delete(context.Background(), gone)).To(Succeed())
 		// Envtest has no garbage collector: delete the owned node as it would.
 		Expect(k8s.Delete(context.Background(), getNode(ns, name))).To(Succeed())
 		Eventually(func(g Gomega) {
+			collectGarbage(ns, gone.UID)
 			n := &valkeyv1.ValkeyNode{}
 			err := k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, n)
 			if err == nil {
