@@ -9,6 +9,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/test/bench"
+	"valkey.io/operator/test/envtest"
 )
 
 func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
@@ -63,6 +64,27 @@ func benchFanOut(b *testing.B, shards, replicas int32, unrelated bool) {
 	b.ReportMetric(took.Seconds()/bare8.Seconds(), "floor-vs-bare8")
 	b.Logf("the contract's floor on 8 goroutines (the bare client and a second status apply per node, WorkloadReady by another writer): %d writes in %.1f s, machine CPU busy %.1f s; floor/bare = %.2f×, operator/floor = %.2f×",
 		writes, took.Seconds(), cpu, took.Seconds()/bare8.Seconds(), r.fanOut.Seconds()/took.Seconds())
+	watched := floorWatched(b, bare, tmpl, n, names)
+	b.ReportMetric(watched.Seconds()/bare8.Seconds(), "watched-floor-vs-bare8")
+}
+
+// floorWatched runs the contract's floor again with the three controllers' watches open on
+// the bare API server (bench.StartWatchers): what the writes and the watches of three
+// separate controllers cost without any controller's own work.
+func floorWatched(b *testing.B, bare *server, tmpl *bench.Template, n int, names []string) time.Duration {
+	b.Helper()
+	scheme, err := envtest.Scheme()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stop, err := bench.StartWatchers(context.Background(), bare.env.Config, scheme)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stop()
+	took, writes, cpu := bareRun(b, bare, tmpl.Floor(), fmt.Sprintf("watched-%d-8", n), names, 8)
+	b.Logf("the floor with the three controllers' watches open: %d writes in %.1f s, machine CPU busy %.1f s", writes, took.Seconds(), cpu)
+	return took
 }
 
 // bareRun fans tmpl's copies of names out in a new namespace ns on goroutines goroutines of
