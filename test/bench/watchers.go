@@ -14,8 +14,11 @@ import (
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
 
-// watchedBy are the kinds each controller watches during a fan-out, each in its own cache:
-// every controller watches every ValkeyNode.
+// watchedBy are, per controller, the kinds it watches that a fan-out writes (each
+// controller's setup also watches kinds a fan-out on envtest leaves alone, such as Pods and
+// StorageClasses, left out here): every controller watches every ValkeyNode. The
+// controllers' own caches also narrow some kinds by label and slim them; these caches only
+// drop managed fields, so they decode a little more than the controllers do.
 var watchedBy = map[string][]client.Object{
 	"volume-controller":   {&valkeyv1.ValkeyNode{}, &corev1.PersistentVolumeClaim{}},
 	"workload-controller": {&valkeyv1.ValkeyNode{}, &corev1.ConfigMap{}, &appsv1.StatefulSet{}},
