@@ -37,13 +37,35 @@ func IsCurrentTrue(obj client.Object, conds []metav1.Condition, condType string)
 }
 
 // Only returns the conditions of conds whose type is one of types, in their order (a cache
-// transform keeps with it the conditions its controller reads).
+// transform keeps with it the conditions its controller reads). The result is a new slice
+// of exactly their number, whose types and statuses are the constants' strings rather than
+// conds' (decoded, one copy per object): a cache of thousands of nodes keeps less.
 func Only(conds []metav1.Condition, types ...string) []metav1.Condition {
-	var out []metav1.Condition
+	n := 0
 	for _, c := range conds {
 		if slices.Contains(types, c.Type) {
+			n++
+		}
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make([]metav1.Condition, 0, n)
+	for _, c := range conds {
+		if i := slices.Index(types, c.Type); i >= 0 {
+			c.Type, c.Status = types[i], canonicalStatus(c.Status)
 			out = append(out, c)
 		}
 	}
 	return out
+}
+
+// canonicalStatus is s as one of metav1's ConditionStatus constants when it is one.
+func canonicalStatus(s metav1.ConditionStatus) metav1.ConditionStatus {
+	for _, known := range []metav1.ConditionStatus{metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown} {
+		if s == known {
+			return known
+		}
+	}
+	return s
 }

@@ -20,20 +20,35 @@ var Binaries = []string{"volume-controller", "workload-controller", "topology-co
 // StartImage is the --start-image the workload controller needs outside a pod.
 const StartImage = "valkey.local/workload-controller:dev"
 
-// Build builds the three binaries into dir (one go command: one compile of what they share).
+// Build builds the three binaries into dir (one go command: one compile of what they share),
+// and their memory floor (cmd/cachefloor) under each controller's name in
+// FloorDir(dir).
 func Build(repoRoot, dir string) error {
 	args := []string{"build", "-o", dir + "/"}
 	for _, name := range Binaries {
 		args = append(args, "./cmd/"+name)
 	}
+	args = append(args, "./cmd/cachefloor")
 	cmd := exec.Command("go", args...)
 	cmd.Dir = repoRoot
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("go build: %w\n%s", err, out)
 	}
+	if err := os.MkdirAll(FloorDir(dir), 0o755); err != nil {
+		return err
+	}
+	for _, name := range Binaries {
+		if err := os.Symlink(filepath.Join(dir, "cachefloor"), filepath.Join(FloorDir(dir), name)); err != nil {
+			return err
+		}
+	}
 	return nil
 }
+
+// FloorDir is where Build puts the memory floor of each binary of dir: cachefloor, named
+// as that binary (its caches, no controller).
+func FloorDir(dir string) string { return filepath.Join(dir, "floor") }
 
 // Controller is one controller binary running as a process with its own metrics and health
 // endpoints on loopback.
@@ -56,6 +71,8 @@ type Launch struct {
 	// burst 30) is also the one of in-cluster configuration; --kubeconfig leaves client-go's
 	// 5 QPS, burst 10.
 	KubeconfigEnv bool
+	// GOGC is the binaries' $GOGC; empty leaves them their own pace.
+	GOGC string
 }
 
 // StartController starts binary name without leader election and waits until it reports
@@ -76,6 +93,9 @@ func StartController(l Launch, name string) (*Controller, error) {
 	args := []string{"--leader-elect=false", "--log-level=error",
 		"--metrics-bind-address=" + metrics, "--health-probe-bind-address=" + health, "--pprof-bind-address=" + pprof}
 	env := append(os.Environ(), "POD_NAME=", "POD_NAMESPACE=", "KUBECONFIG=")
+	if l.GOGC != "" {
+		env = append(env, "GOGC="+l.GOGC)
+	}
 	if l.KubeconfigEnv {
 		env = append(env, "KUBECONFIG="+l.Kubeconfig)
 	} else {

@@ -33,6 +33,7 @@ var (
 	cpuProfiles   = flag.String("cpu-profiles", "", "folder where each fan-out saves CPU profiles of the API server and each controller, from the cluster's creation (none when empty)")
 	cpuProfileFor = flag.Duration("cpu-profile-window", 5*time.Second, "how long the CPU profiles of -cpu-profiles cover")
 	scale         = flag.Float64("scale", 1, "scale the shards and unrelated objects (a quick check of the benchmarks themselves)")
+	controllerGC  = flag.String("controller-gogc", "", "$GOGC of the controllers and their floors (their own pace, 50, when empty): the memory a pace saves against the CPU it costs")
 )
 
 // server is an envtest API server with a client and an admin kubeconfig for the binaries.
@@ -128,7 +129,7 @@ func (s *server) profileCPU(cs []*bench.Controller, what string) (wait func() er
 
 // launch is how the benchmarks start the binaries against s.
 func (s *server) launch() bench.Launch {
-	return bench.Launch{Dir: shared.binDir, Kubeconfig: s.kubeconfig, KubeconfigEnv: *kubeconfigEnv}
+	return bench.Launch{Dir: shared.binDir, Kubeconfig: s.kubeconfig, KubeconfigEnv: *kubeconfigEnv, GOGC: *controllerGC}
 }
 
 func (s *server) namespace(ctx context.Context, name string) error {

@@ -18,6 +18,7 @@ var (
 	scaleReplicas = flag.Int("scale-replicas", 1, "replicas of each shard of BenchmarkScale")
 	scaleTopology = flag.Int("scale-topology-replicas", 3, "topology controller replicas of BenchmarkScale")
 	heapProfiles  = flag.String("heap-profiles", "", "folder where BenchmarkScale saves each settled process's heap profile (none when empty)")
+	scaleFloors   = flag.Bool("scale-floors", true, "BenchmarkScale also measures each binary's memory floor: its caches with no controller (cmd/cachefloor)")
 )
 
 // scaleRun is BenchmarkScale's API server, controllers and clusters.
@@ -49,6 +50,9 @@ func benchScale(b *testing.B) {
 	}
 	b.ReportMetric(took.Seconds(), "all-fanned-out-s")
 	if err := r.settled(b); err != nil {
+		b.Fatal(err)
+	}
+	if err := r.floors(b); err != nil {
 		b.Fatal(err)
 	}
 }

@@ -1,0 +1,54 @@
+package apiserver_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"valkey.io/operator/test/bench"
+)
+
+// floors measures each binary's memory floor on the settled objects of r: its caches as
+// the binary builds them, no controller (cmd/cachefloor), started once the
+// controllers were measured, read after the same settled window, beside the controller's
+// own figure. What a controller holds above its floor is its own; the floor is what
+// caching these objects costs in a process of these libraries.
+func (r *scaleRun) floors(b *testing.B) error {
+	b.Helper()
+	if !*scaleFloors {
+		return nil
+	}
+	own := map[string]bench.Memory{}
+	for _, c := range r.ctrls {
+		if _, seen := own[c.Name]; !seen {
+			m, err := bench.ReadMemory(c.Pid())
+			if err != nil {
+				return err
+			}
+			own[c.Name] = m
+		}
+	}
+	l := r.srv.launch()
+	l.Dir = bench.FloorDir(l.Dir)
+	var floors []*bench.Controller
+	defer func() { bench.StopAll(floors) }()
+	for _, name := range bench.Binaries {
+		f, err := bench.StartController(l, name)
+		if err != nil {
+			return fmt.Errorf("floor of %s: %w", name, err)
+		}
+		floors = append(floors, f)
+	}
+	time.Sleep(*idleWindow) // settled as the controllers were when they were measured
+	for _, f := range floors {
+		m, err := bench.ReadMemory(f.Pid())
+		if err != nil {
+			return err
+		}
+		c := own[f.Name]
+		b.ReportMetric(bench.MiB(m.RSS), f.Name+"-floor-rss-MiB")
+		b.Logf("  %s's floor (its caches, no controller) after %s: %s; the controller: anonymous %.1f MiB, %.1f MiB above its floor's",
+			f.Name, *idleWindow, m, bench.MiB(c.Anon), bench.MiB(c.Anon-m.Anon))
+	}
+	return nil
+}
