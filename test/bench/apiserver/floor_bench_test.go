@@ -2,6 +2,7 @@ package apiserver_test
 
 import (
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -44,6 +45,11 @@ func (r *scaleRun) floors(b *testing.B) error {
 		m, err := bench.ReadMemory(f.Pid())
 		if err != nil {
 			return err
+		}
+		if *heapProfiles != "" {
+			if err := f.SaveHeapProfile(filepath.Join(*heapProfiles, f.Name+"-floor.heap.pb.gz")); err != nil {
+				return err
+			}
 		}
 		c := own[f.Name]
 		b.ReportMetric(bench.MiB(m.RSS), f.Name+"-floor-rss-MiB")
