@@ -201,9 +201,11 @@ func (c *Controller) waitReady(url string, timeout time.Duration) error {
 	}
 }
 
-// SaveHeapProfile writes the controller's heap profile (go tool pprof reads it) to path.
+// SaveHeapProfile writes the controller's heap profile (go tool pprof reads it) to path,
+// after a garbage collection: what is live at that moment, not at the last cycle, which may
+// have run in the middle of reconciles.
 func (c *Controller) SaveHeapProfile(path string) error {
-	return SaveProfile(http.DefaultClient, "http://"+c.Pprof+"/debug/pprof/heap", path)
+	return SaveProfile(http.DefaultClient, "http://"+c.Pprof+"/debug/pprof/heap?gc=1", path)
 }
 
 // SaveCPUProfile writes the controller's CPU profile over the next d to path.
