@@ -16,6 +16,7 @@ import (
 	networkingv1 "k8s.io/api/networking/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -114,18 +115,21 @@ func (o Options) withDefaults() Options {
 }
 
 // CacheOptions are the filters of the controller's caches: only the StatefulSets,
-// Deployments, Pods, ConfigMaps and NetworkPolicies the operator made; only the StatefulSet controller's
-// FailedCreate events. Workloads, pods, ConfigMaps and Kubernetes nodes are cached without
-// what the controller never reads (cachetransform.go): the pod template's spec above all,
-// and valkey.conf, of which a digest is kept.
+// Deployments, Pods and ConfigMaps the operator made, only the NetworkPolicies made for a
+// node (its own, of a node outside any cluster: a cluster's, which the topology controller
+// makes, has no node label), only the StatefulSet controller's FailedCreate events.
+// Workloads, pods, ConfigMaps and Kubernetes nodes are cached without what the controller
+// never reads (cachetransform.go): the pod template's spec above all, and valkey.conf, of
+// which a digest is kept.
 func CacheOptions() map[client.Object]cache.ByObject {
+	nodeMade, _ := labels.NewRequirement(valkeyv1.LabelNode, selection.Exists, nil) // a valid requirement: no error
 	managed := cache.ByObject{Label: labels.SelectorFromSet(labels.Set{valkeyv1.LabelManagedBy: valkeyv1.ManagedByValue})}
 	return map[client.Object]cache.ByObject{
 		&appsv1.StatefulSet{}:         {Label: managed.Label, Transform: slimWorkload},
 		&appsv1.Deployment{}:          {Label: managed.Label, Transform: slimWorkload},
 		&corev1.Pod{}:                 {Label: managed.Label, Transform: slimPod},
 		&corev1.ConfigMap{}:           {Label: managed.Label, Transform: slimConfigMap},
-		&networkingv1.NetworkPolicy{}: {Label: managed.Label},
+		&networkingv1.NetworkPolicy{}: {Label: managed.Label.Add(*nodeMade)},
 		&corev1.Event{}:               {Field: fields.ParseSelectorOrDie(failedCreateEvents)},
 		&corev1.Node{}:                {Transform: slimNode},
 		&valkeyv1.ValkeyNode{}:        {Transform: slimValkeyNode},
