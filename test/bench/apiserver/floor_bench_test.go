@@ -30,7 +30,7 @@ func (r *scaleRun) floors(b *testing.B) error {
 		}
 		floors = append(floors, f)
 	}
-	time.Sleep(*idleWindow) // settled as the controllers were when they were measured
+	time.Sleep(*idleWindow)          // settled as the controllers were when they were measured
 	own := map[string]bench.Memory{} // each binary's first process, read again now
 	for _, c := range r.ctrls {
 		if _, seen := own[c.Name]; !seen {
