@@ -10,10 +10,10 @@ import (
 )
 
 // floors measures each binary's memory floor on the settled objects of r: its caches as
-// the binary builds them, no controller (cmd/cachefloor), started once the
-// controllers were measured and read after the same settled window, beside the
-// controller's memory read again at that moment. What a controller holds above its floor is its own; the floor is what
-// caching these objects costs in a process of these libraries.
+// the binary builds them, no controller (cmd/cachefloor), started once the controllers
+// were measured and read after the same settled window, beside the controller's memory
+// read again at that moment. What a controller holds above its floor is its own; the floor
+// is what caching these objects costs in a process of these libraries.
 func (r *scaleRun) floors(b *testing.B) error {
 	b.Helper()
 	if !*scaleFloors {
