@@ -217,19 +217,24 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 }
 
 func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, dir string) (*valkeyserver.Server, error) {
+	return f.startServerAt(ctx, n, dir, newPodIP())
+}
+
+// startServerAt starts the node's server at host (its pod's address).
+func (f *fakeWorkload) startServerAt(ctx context.Context, n *valkeyv1.ValkeyNode, dir, host string) (*valkeyserver.Server, error) {
 	if f.legacy {
 		pw, err := nodePassword(ctx, n)
 		if err != nil {
 			return nil, err
 		}
 		return valkeyserver.Start(valkeyserver.Options{
-			Host: newPodIP(), Port: 6379, Cluster: true, Password: pw, Dir: dir,
+			Host: host, Port: 6379, Cluster: true, Password: pw, Dir: dir,
 			Config: []string{"cluster-node-timeout 2000", "save 3600 1", fullSyncAtOnce},
 		})
 	}
 	// As a pod's valkey-start does: the auth file from the operator's Secret and the
 	// cluster's ACL Secret, included by the config.
-	auth, err := authInclude(ctx, n)
+	auth, err := authInclude(ctx, n, dir == "" || valkeystart.HoldsReplication(dir))
 	if err != nil {
 		return nil, err
 	}
@@ -238,14 +243,14 @@ func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, 
 		return nil, err
 	}
 	return valkeyserver.Start(valkeyserver.Options{
-		Host: newPodIP(), Port: 6379, Cluster: true, Dir: dir, TLSDir: tlsDir,
+		Host: host, Port: 6379, Cluster: true, Dir: dir, TLSDir: tlsDir,
 		Config: []string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth, fullSyncAtOnce},
 	})
 }
 
-// authInclude writes a cluster node's auth file as valkey-start does in its pod, and returns
-// its path.
-func authInclude(ctx context.Context, n *valkeyv1.ValkeyNode) (string, error) {
+// authInclude writes a cluster node's auth file as valkey-start does in its pod (with
+// holdReplication when its data directory has no nodes.conf), and returns its path.
+func authInclude(ctx context.Context, n *valkeyv1.ValkeyNode, holdReplication bool) (string, error) {
 	var op, users corev1.Secret
 	if err := k8s.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: valkeyv1.OperatorSecretName(n.Spec.ClusterName)}, &op); err != nil {
 		return "", fmt.Errorf("operator Secret of %s: %w", n.Name, err)
@@ -257,7 +262,7 @@ func authInclude(ctx context.Context, n *valkeyv1.ValkeyNode) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]), serverMajor())
+	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]), serverMajor(), holdReplication)
 	if _, err := f.WriteString(body); err != nil {
 		return "", err
 	}
@@ -304,6 +309,24 @@ func (f *fakeWorkload) restart(names []string, emptyData bool) {
 		Expect(f.startLocked(ctx, n)).To(Succeed())
 		Expect(f.report(ctx, n, true, f.srv[name].Host)).To(Succeed())
 	}
+}
+
+// restartEmptyInPlace kills the node's server (-9), empties its data directory and starts
+// it again at the same address, as a container restarted in its pod on a lost volume does:
+// the pod is not ready meanwhile.
+func (f *fakeWorkload) restartEmptyInPlace(name string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	ctx := context.Background()
+	n := getNode(f.ns, name)
+	old := f.srv[name]
+	Expect(f.reportPhase(ctx, n, false, valkeyv1.ReasonPodNotReady, old.Host)).To(Succeed())
+	Expect(old.Kill()).To(Succeed())
+	Expect(os.RemoveAll(old.Dir)).To(Succeed())
+	s, err := f.startServerAt(ctx, n, "", old.Host)
+	Expect(err).NotTo(HaveOccurred())
+	f.srv[name] = s
+	Expect(f.report(ctx, getNode(f.ns, name), true, s.Host)).To(Succeed())
 }
 
 func (f *fakeWorkload) report(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, ip string) error {

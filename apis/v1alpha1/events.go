@@ -65,6 +65,12 @@ const (
 	// EventObjectNotOwned (Warning): an object of one of the cluster's names belongs to
 	// another and is left as it is (see ReasonObjectNotOwned).
 	EventObjectNotOwned = "ObjectNotOwned"
+	// EventReplicationHeld (Warning, on the ValkeyNode): its server started without nodes.conf
+	// (a new node ID, without the data its node may have had) while a replica of its shard
+	// still follows a node that is gone: no replica may sync from it until that is settled.
+	// EventReplicationReleased (Normal): replicas may sync from it again.
+	EventReplicationHeld     = "ReplicationHeld"
+	EventReplicationReleased = "ReplicationReleased"
 )
 
 // Event reasons of the topology controller about failovers and roll approvals.

@@ -31,7 +31,12 @@ func (w *Wrapper) writeAuthFile(serverMajor int) error {
 		if err != nil {
 			return err
 		}
-		body = UsersConfig(w.User, w.Password, users, serverMajor)
+		hold := HoldsReplication(w.DataDir)
+		if hold {
+			w.logf("no %s: this server starts with a new node ID and none of the data its node may have had; "+
+				"the replication user stays off (no replica can sync from it) until the topology controller switches it on", NodesFile)
+		}
+		body = UsersConfig(w.User, w.Password, users, serverMajor, hold)
 	}
 	if err := os.Remove(w.AuthFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("replace %s: %w", w.AuthFile, err)
@@ -68,11 +73,14 @@ func (w *Wrapper) readACLFile() (string, error) {
 // default user it is switched off: a server without requirepass would otherwise let anyone
 // in as default. serverMajor is the server's Valkey major version (0 for Redis): the
 // replication and metrics users' rules depend on it (acl.ReplicationRules, acl.MetricsRules).
-func UsersConfig(user, password string, users string, serverMajor int) string {
+// With holdReplication the replication user is written switched off (see HoldsReplication).
+func UsersConfig(user, password string, users string, serverMajor int, holdReplication bool) string {
 	var b strings.Builder
 	b.WriteString("# written by valkey-start from the operator's Secret and the cluster's ACL Secret; not kept on disk\n")
 	b.WriteString(acl.Operator(user, password).Line() + "\n")
-	b.WriteString(acl.Replication(password, serverMajor).Line() + "\n")
+	replication := acl.Replication(password, serverMajor)
+	replication.On = !holdReplication
+	b.WriteString(replication.Line() + "\n")
 	b.WriteString(acl.Metrics(password, serverMajor).Line() + "\n")
 	b.WriteString("masteruser " + acl.ReplicationUser + "\nmasterauth " + valkeyconf.Quote(acl.ReplicationPassword(password)) + "\n")
 	hasDefault := false

@@ -58,7 +58,7 @@ func TestAuthFileStartsTheServerWithTheUsers(t *testing.T) {
 // as listed, once.
 func TestUsersConfigKeepsTheListedDefaultUser(t *testing.T) {
 	def := acl.User{Name: "default", On: true, Hashes: []string{acl.Hash("pw")}, Rules: acl.DefaultRules}
-	conf := UsersConfig("valkey-operator", "op", def.Line()+"\nuser valkey-operator reset on nopass +@all\n# comment\n", 9)
+	conf := UsersConfig("valkey-operator", "op", def.Line()+"\nuser valkey-operator reset on nopass +@all\n# comment\n", 9, false)
 	if strings.Count(conf, "user default ") != 1 || !strings.Contains(conf, def.Line()) {
 		t.Fatalf("default user not kept once:\n%s", conf)
 	}

@@ -90,11 +90,13 @@ type Wrapper struct {
 // SIGTERM, and returns the exit code for the container: the server's, or 1 when it could
 // not be started safely.
 func (w *Wrapper) Run(ctx context.Context, argv []string) int {
-	if err := w.writeAuthFile(BinaryMajor(argv[0])); err != nil {
+	if _, err := Restore(w.DataDir, w.RestoreID, w.RestoreIdentity, w.logf); err != nil {
 		w.logf("%v", err)
 		return 1
 	}
-	if _, err := Restore(w.DataDir, w.RestoreID, w.RestoreIdentity, w.logf); err != nil {
+	// After the restore: whether the server starts with a new node ID (HoldsReplication) is
+	// known only once the restore has kept or removed nodes.conf.
+	if err := w.writeAuthFile(BinaryMajor(argv[0])); err != nil {
 		w.logf("%v", err)
 		return 1
 	}

@@ -204,14 +204,16 @@ func (k *kubelet) start(ctx context.Context, sts *appsv1.StatefulSet, rev string
 	if err := k.c.Get(ctx, client.ObjectKey{Namespace: k.ns, Name: strings.TrimPrefix(sts.Name, "valkey-")}, &n); err != nil {
 		return false, client.IgnoreNotFound(err)
 	}
-	auth, err := authInclude(ctx, k.c, &n)
-	if err != nil {
-		return false, nil //nolint:nilerr // the Secrets come a moment later: the next tick tries again
-	}
 	if k.dirs[sts.Name] == "" {
-		if k.dirs[sts.Name], err = os.MkdirTemp("", "trio-"+sts.Name+"-"); err != nil {
+		dir, err := os.MkdirTemp("", "trio-"+sts.Name+"-")
+		if err != nil {
 			return false, err
 		}
+		k.dirs[sts.Name] = dir
+	}
+	auth, err := authInclude(ctx, k.c, &n, k.dirs[sts.Name])
+	if err != nil {
+		return false, nil //nolint:nilerr // the Secrets come a moment later: the next tick tries again
 	}
 	srv, err := valkeyserver.Start(valkeyserver.Options{
 		Host: podIP(), Port: 6379, Cluster: true, Dir: k.dirs[sts.Name],
@@ -322,8 +324,9 @@ func (k *kubelet) running() int {
 }
 
 // authInclude writes a cluster node's auth file as valkey-start does in its pod (the
-// operator's user from its Secret, the users of the ACL Secret), and returns its path.
-func authInclude(ctx context.Context, c client.Client, n *valkeyv1.ValkeyNode) (string, error) {
+// operator's user from its Secret, the users of the ACL Secret; the replication user off
+// while dir has no nodes.conf), and returns its path.
+func authInclude(ctx context.Context, c client.Client, n *valkeyv1.ValkeyNode, dir string) (string, error) {
 	var op, users corev1.Secret
 	if err := c.Get(ctx, client.ObjectKey{Namespace: n.Namespace, Name: valkeyv1.OperatorSecretName(n.Spec.ClusterName)}, &op); err != nil {
 		return "", err
@@ -339,7 +342,7 @@ func authInclude(ctx context.Context, c client.Client, n *valkeyv1.ValkeyNode) (
 	if err != nil {
 		return "", err
 	}
-	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]), valkeystart.BinaryMajor(bin))
+	body := valkeystart.UsersConfig(valkeyv1.OperatorUser, string(op.Data[valkeyv1.DefaultPasswordKey]), string(users.Data[valkeyv1.ACLFileKey]), valkeystart.BinaryMajor(bin), valkeystart.HoldsReplication(dir))
 	if _, err := f.WriteString(body); err != nil {
 		return "", err
 	}

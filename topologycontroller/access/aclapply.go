@@ -22,11 +22,13 @@ type usersOutcome struct {
 	applied  map[string][]string // user → nodes it was applied to
 	removed  map[string][]string // user → nodes it was deleted from
 	created  []string            // nodes the operator's user was created on
+	held     map[string]string   // node → why its replication user stays off (see replicationHeld)
+	released []string            // nodes whose replication user was switched on
 }
 
 func newUsersOutcome() *usersOutcome {
 	return &usersOutcome{verified: map[string]bool{}, refused: map[string]string{},
-		applied: map[string][]string{}, removed: map[string][]string{}}
+		applied: map[string][]string{}, removed: map[string][]string{}, held: map[string]string{}}
 }
 
 // applyUsers gives every reachable server the planned users: ACL LIST and CONFIG GET
@@ -56,7 +58,7 @@ func (k *Keeper) applyUsers(ctx context.Context, st *round.State, p *UserPlan) *
 	}
 	for _, m := range st.SortedMembers() {
 		if l, ok := listed[m]; ok {
-			if err := k.applyUsersOn(ctx, st.Conns, m, p, l, out); err != nil {
+			if err := k.applyUsersOn(ctx, st, m, p, l, out); err != nil {
 				out.pending = append(out.pending, m.Node.Name+": "+err.Error())
 			}
 		}
@@ -87,13 +89,19 @@ func readUsers(ctx context.Context, cs *round.Conns, m *round.Member) (map[strin
 }
 
 // applyUsersOn applies the planned users on one server whose users are listed.
-func (k *Keeper) applyUsersOn(ctx context.Context, cs *round.Conns, m *round.Member, p *UserPlan, listed map[string]acl.Listed, out *usersOutcome) error {
+func (k *Keeper) applyUsersOn(ctx context.Context, st *round.State, m *round.Member, p *UserPlan, listed map[string]acl.Listed, out *usersOutcome) error {
 	var cmds [][]string
 	var set []acl.User
 	replication, metrics := p.replication, p.metrics
 	replication.Rules = acl.ReplicationRules(m.ValkeyMajor())
 	metrics.Rules = acl.MetricsRules(m.ValkeyMajor())
-	own := []acl.User{keptAuth(p.operator, listed), keptAuth(replication, listed), keptAuth(metrics, listed)}
+	replication, held := plannedReplication(st, m, keptAuth(replication, listed), listed)
+	if held != "" {
+		out.held[m.Node.Name] = held
+	} else if l, ok := listed[acl.ReplicationUser]; ok && !l.On {
+		out.released = append(out.released, m.Node.Name)
+	}
+	own := []acl.User{keptAuth(p.operator, listed), replication, keptAuth(metrics, listed)}
 	for _, u := range append(own, p.users...) {
 		l, ok := listed[u.Name]
 		if ok && k.forms.matches(l, u) {
@@ -117,7 +125,7 @@ func (k *Keeper) applyUsersOn(ctx context.Context, cs *round.Conns, m *round.Mem
 		cmds = append(cmds, []string{"ACL", "DELUSER", name})
 	}
 	cmds = append(cmds, []string{"ACL", "LIST"})
-	return k.sendUsers(ctx, cs, m, cmds, set, gone, listed, out)
+	return k.sendUsers(ctx, st.Conns, m, cmds, set, gone, listed, out)
 }
 
 // keptAuth is the operator's, the replication or the metrics user as planned for a server: a server that

@@ -23,6 +23,7 @@ func (k *Keeper) ApplyUsers(ctx context.Context, st *round.State, p *UserPlan) (
 		return nil, err
 	}
 	k.userEvents(st.Cluster, out)
+	k.replicationHoldEvents(st, out)
 	if len(st.Cluster.Spec.Users) == 0 {
 		return nil, nil
 	}

@@ -44,13 +44,14 @@ var commands = map[string]func(args []string) error{
 	"dial":  dial,
 	"fill":  fill,
 	"rm":    rm,
+	"wipe":  wipe,
 
 	"cluster-client": clusterClient,
 }
 
 func run(args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: kit df|cat|ls|id|sleep|kill|dial|fill|rm|cluster-client ARGS")
+		return errors.New("usage: kit df|cat|ls|id|sleep|kill|dial|fill|rm|wipe|cluster-client ARGS")
 	}
 	cmd, ok := commands[args[0]]
 	if !ok {
