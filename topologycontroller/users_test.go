@@ -193,6 +193,33 @@ var _ = Describe("ACL users", func() {
 		Expect(everyServer(f, noOperatorDenials(string(op.Data[valkeyv1.DefaultPasswordKey])))()).To(Succeed())
 	})
 
+	It("removes a password added by hand to the operator's own users from every server", func() {
+		ns := newNamespace()
+		f, _ := formCluster(ns, "planted", 1, 1)
+		var op corev1.Secret
+		Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: valkeyv1.OperatorSecretName("planted")}, &op)).To(Succeed())
+		opPassword := string(op.Data[valkeyv1.DefaultPasswordKey])
+
+		By("a client granted +acl adds a password of its own to each of the operator's users")
+		own := []string{valkeyv1.OperatorUser, "valkey-replication", "valkey-metrics"}
+		for _, addr := range f.addrs() {
+			for _, name := range own {
+				Expect(as(addr, valkeyv1.OperatorUser, opPassword, "ACL", "SETUSER", name, ">backdoor")).To(Equal("OK"))
+			}
+			Expect(as(addr, valkeyv1.OperatorUser, "backdoor", "PING")).To(Equal("PONG"), "the planted password works at first")
+		}
+
+		By("the next rounds take it away, and keep the operator's")
+		for _, name := range own {
+			Eventually(everyServer(f, refused(name, "backdoor")), 30*time.Second).Should(Succeed(), "%s no longer takes the planted password", name)
+		}
+		Expect(everyServer(f, func(addr string) error {
+			_, err := as(addr, valkeyv1.OperatorUser, opPassword, "PING")
+			return err
+		})()).To(Succeed(), "the operator's own password still works")
+		Eventually(clusterReady(ns, "planted"), formTimeout).Should(Succeed())
+	})
+
 	It("rotates a user's password under continuous AUTH with either listed password: none refused", func() {
 		ns := newNamespace()
 		f := startFakeWorkload(ns)

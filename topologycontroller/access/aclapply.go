@@ -3,6 +3,7 @@ package access
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -128,14 +129,18 @@ func (k *Keeper) applyUsersOn(ctx context.Context, st *round.State, m *round.Mem
 	return k.sendUsers(ctx, st.Conns, m, cmds, set, gone, listed, out)
 }
 
-// keptAuth is the operator's, the replication or the metrics user as planned for a server: a server that
-// has it with other passwords keeps them (pods hold the password they started with for
-// their probes and replication; the operator reaches such a server with the default user's
-// password, or reports PasswordRejected).
+// keptAuth is the operator's, the replication or the metrics user as planned for a server.
+// A server that lists the planned password among others gets exactly the planned one: a
+// password added by hand (by a client once granted +acl) is removed. A server that lists
+// none of the planned passwords keeps those it lists: its pod started with them and holds
+// them for its probes and replication (the operator reaches such a server with the default
+// user's password, or reports PasswordRejected) until it restarts with the planned one.
 func keptAuth(op acl.User, listed map[string]acl.Listed) acl.User {
-	if l, ok := listed[op.Name]; ok && !l.SameAuth(op) && len(l.Hashes) > 0 {
-		op.Hashes = l.Hashes
+	l, ok := listed[op.Name]
+	if !ok || len(l.Hashes) == 0 || slices.ContainsFunc(op.Hashes, func(h string) bool { return slices.Contains(l.Hashes, h) }) {
+		return op
 	}
+	op.Hashes = l.Hashes
 	return op
 }
 
