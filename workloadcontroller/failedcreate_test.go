@@ -72,12 +72,13 @@ var _ = Describe("A workload that cannot create its pod", func() {
 		Expect(msg).To(ContainSubstring("no-pods"))
 		Eventually(eventReasons(ctx, n)).Should(ContainElement(HavePrefix("Warning/FailedCreate: StatefulSet valkey-c-0-0 cannot create its pod")))
 
-		By("once the pod exists, WorkloadReady follows the pod again")
+		By("once the StatefulSet's pod exists, WorkloadReady follows the pod again")
 		Expect(k8s.Delete(ctx, &corev1.ResourceQuota{ObjectMeta: metav1.ObjectMeta{Name: "no-pods", Namespace: ns}})).To(Succeed())
 		Eventually(func() error {
 			return k8s.Create(ctx, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: sts.Name + "-0", Namespace: ns, Labels: sts.Spec.Template.Labels,
-					Annotations: sts.Spec.Template.Annotations},
+					Annotations:     sts.Spec.Template.Annotations,
+					OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(sts, appsv1.SchemeGroupVersion.WithKind("StatefulSet"))}},
 				Spec: *sts.Spec.Template.Spec.DeepCopy(),
 			})
 		}).Should(Succeed())

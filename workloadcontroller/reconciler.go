@@ -36,6 +36,8 @@ type Reconciler struct {
 	starts nodeMemo[startSeen]
 	// replacing: each node's StatefulSet deleted to be made again (replace.go).
 	replacing nodeMemo[*appsv1.StatefulSet]
+	// pods: the pods with each node's labels, the node's own and the foreign (pods.go).
+	pods nodeMemo[podMemo]
 }
 
 // current is what exists for a node now.
@@ -44,7 +46,9 @@ type current struct {
 	// the workload type changes.
 	workloads map[valkeyv1.WorkloadType]*workload
 	cm        *corev1.ConfigMap
-	pod       *corev1.Pod
+	// pod is the node's pod: one its workload made (nodePods), never one found by its
+	// labels alone.
+	pod *corev1.Pod
 }
 
 // workload is what the controller reads of a StatefulSet or Deployment.
@@ -59,6 +63,8 @@ type workload struct {
 	// serviceName of a StatefulSet (immutable: "" for one made before pods had DNS names).
 	serviceName string
 	deleting    bool // it has a deletionTimestamp
+	// controller is the UID of its controller: the node's, unless someone else made it.
+	controller types.UID
 }
 
 // workload returns the node's workload (the StatefulSet when both kinds exist), nil when
@@ -91,6 +97,9 @@ func workloadObject(node *valkeyv1.ValkeyNode, kind valkeyv1.WorkloadType) clien
 func readWorkload(obj client.Object) *workload {
 	w := &workload{name: obj.GetName(), uid: obj.GetUID(), rollFrom: obj.GetAnnotations()[AnnotationRollFrom],
 		deleting: !obj.GetDeletionTimestamp().IsZero()}
+	if ref := metav1.GetControllerOf(obj); ref != nil {
+		w.controller = ref.UID
+	}
 	var tmpl corev1.PodTemplateSpec
 	var replicas *int32
 	switch o := obj.(type) {
@@ -113,6 +122,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		if apierrors.IsNotFound(err) {
 			r.starts.take(req.NamespacedName)
 			r.replacing.take(req.NamespacedName)
+			r.pods.take(req.NamespacedName)
 		}
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
@@ -139,7 +149,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return out, err
 }
 
-// observe reads the node's workloads, ConfigMap and pod from the cache.
+// observe reads the node's workloads, ConfigMap and pod from the cache: the pod among those
+// with the node's labels that its workload made (nodePods).
 func (r *Reconciler) observe(ctx context.Context, node *valkeyv1.ValkeyNode) (*current, error) {
 	cur := &current{workloads: map[valkeyv1.WorkloadType]*workload{}}
 	for _, kind := range []valkeyv1.WorkloadType{valkeyv1.WorkloadStatefulSet, valkeyv1.WorkloadDeployment} {
@@ -162,7 +173,11 @@ func (r *Reconciler) observe(ctx context.Context, node *valkeyv1.ValkeyNode) (*c
 	if err := r.List(ctx, pods, client.InNamespace(node.Namespace), client.MatchingLabels(selectorLabels(node))); err != nil {
 		return nil, fmt.Errorf("list pods of %s: %w", node.Name, err)
 	}
-	cur.pod = pickPod(pods.Items)
+	ours, err := r.nodePods(ctx, node, cur, pods.Items)
+	if err != nil {
+		return nil, fmt.Errorf("pods of %s: %w", node.Name, err)
+	}
+	cur.pod = pickPod(ours)
 	return cur, nil
 }
 

@@ -142,6 +142,7 @@ func CacheOptions() map[client.Object]cache.ByObject {
 // +kubebuilder:rbac:groups=apps,resources=statefulsets;deployments,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups=apps,resources=replicasets,verbs=get
 // +kubebuilder:rbac:groups=networking.k8s.io,resources=networkpolicies,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=get;list;watch
@@ -204,7 +205,8 @@ func nodePredicate() predicate.Predicate {
 	)
 }
 
-// podToNode maps a pod to its ValkeyNode by the valkey.io/node label.
+// podToNode maps a pod to its ValkeyNode by the valkey.io/node label: only to look at the
+// node again, which takes a pod for its own only by ownership (nodePods).
 func podToNode(_ context.Context, o client.Object) []reconcile.Request {
 	name := o.GetLabels()[valkeyv1.LabelNode]
 	if name == "" {

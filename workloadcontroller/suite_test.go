@@ -10,6 +10,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -217,6 +218,26 @@ func startPod(ctx context.Context, name string, owner client.Object, tmpl corev1
 func startStatefulSetPod(ctx context.Context, n *valkeyv1.ValkeyNode) *corev1.Pod {
 	sts := waitStatefulSet(ctx, n)
 	return startPod(ctx, sts.Name+"-0", sts, sts.Spec.Template)
+}
+
+// startDeploymentPod plays the Deployment controller and its ReplicaSet's: it makes (or
+// reads) the ReplicaSet of the Deployment's current template, controlled by the Deployment,
+// and creates its pod <ReplicaSet>-<suffix> from that template.
+func startDeploymentPod(ctx context.Context, dep *appsv1.Deployment, suffix string) *corev1.Pod {
+	hash := dep.Spec.Template.Annotations[workloadcontroller.AnnotationTemplateHash]
+	rs := &appsv1.ReplicaSet{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: dep.Namespace, Name: dep.Name + "-" + hash[:min(len(hash), 8)], Labels: dep.Spec.Template.Labels,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(dep, appsv1.SchemeGroupVersion.WithKind("Deployment"))},
+		},
+		Spec: appsv1.ReplicaSetSpec{Replicas: ptr.To(int32(1)), Selector: dep.Spec.Selector, Template: dep.Spec.Template},
+	}
+	if err := k8s.Create(ctx, rs); apierrors.IsAlreadyExists(err) {
+		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(rs), rs)).To(Succeed())
+	} else {
+		Expect(err).NotTo(HaveOccurred())
+	}
+	return startPod(ctx, rs.Name+"-"+suffix, rs, rs.Spec.Template)
 }
 
 // kubelet sets a pod's status the way the kubelet reports it.

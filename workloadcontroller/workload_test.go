@@ -267,12 +267,13 @@ var _ = Describe("WorkloadReady", func() {
 		Expect(*dep.Spec.Replicas).To(Equal(int32(1)))
 		Expect(statefulSet(ctx, n)()).To(BeNil())
 
-		pod := startPod(ctx, "valkey-c-0-0-7d9f-abcde", dep, dep.Spec.Template)
+		pod := startDeploymentPod(ctx, dep, "abcde")
 		kubelet(ctx, pod, corev1.PodRunning, true, "10.0.1.1")
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("True/Ready"))
 		ws := workloadStatus(ctx, n)()
 		Expect(ws.Kind).To(Equal("Deployment"))
-		Expect(ws.PodName).To(Equal("valkey-c-0-0-7d9f-abcde"))
+		Expect(ws.PodName).To(Equal(pod.Name))
+		Expect(ws.PodIP).To(Equal("10.0.1.1"))
 	})
 })
 
@@ -345,7 +346,7 @@ var _ = Describe("Rolls", func() {
 		Eventually(statefulSet(ctx, n)).Should(BeNil())
 		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("True/Rolling"))
 		deletePod(ctx, oldPod) // garbage collection of the StatefulSet's pod
-		pod := startPod(ctx, "valkey-c-0-0-5f6d-xyz12", dep, dep.Spec.Template)
+		pod := startDeploymentPod(ctx, dep, "xyz12")
 		kubelet(ctx, pod, corev1.PodRunning, true, "10.0.3.6")
 		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/UpToDate"))
 		Expect(condition(ctx, n, valkeyv1.ConditionWorkloadReady)()).To(Equal("True/Ready"))

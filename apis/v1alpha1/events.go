@@ -117,6 +117,10 @@ const (
 	// cluster's serviceName (immutable) was deleted with its pod orphaned, to be made again
 	// with it; the new StatefulSet adopts the running pod.
 	EventWorkloadReplaced = "WorkloadReplaced"
+	// EventForeignPod (Warning): a pod carries the node's labels but no workload of the node
+	// made it (its controller is not, by UID, the node's StatefulSet or a ReplicaSet of its
+	// Deployment): it is ignored, its address never reported nor dialed. Sent once per pod.
+	EventForeignPod = "ForeignPod"
 )
 
 // Event reasons of client access (topology controller, on the ValkeyCluster). A bad input is

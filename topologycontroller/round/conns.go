@@ -53,6 +53,9 @@ func (c *Conns) CountIn(sent *atomic.Int64) { c.sent = sent }
 
 // Get returns a client of the server at addr (ip:port), dialing it on first use: as the
 // operator's user, or, when the server refuses it, as the default user with its password.
+// Both go to addr, so addr must be tied to the node's own pod: a member's address is its
+// status.workload.podIP, which the workload controller takes only from a pod the node's
+// workload made (by ownership, never from a pod that merely carries the node's labels).
 func (c *Conns) Get(addr string) (valkey.Client, error) {
 	if cl, ok := c.clients[addr]; ok {
 		return cl, nil
