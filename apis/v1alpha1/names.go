@@ -239,8 +239,14 @@ func (n *ValkeyNode) TLSSecret() string {
 const (
 	// LabelBackup is on every VolumeSnapshot of a backup: the ValkeyBackup's name.
 	LabelBackup = "valkey.io/backup"
-	// LabelBackupSchedule is on every ValkeyBackup a schedule created: the schedule's name.
+	// LabelBackupSchedule is on every ValkeyBackup a schedule created: the schedule's name,
+	// for people and selectors. It proves nothing: a schedule's backups outlive it, so a
+	// later schedule of the same name finds its predecessor's under it.
 	LabelBackupSchedule = "valkey.io/backup-schedule"
+	// LabelBackupScheduleUID is on every ValkeyBackup a schedule created: the schedule's UID.
+	// A schedule counts, skips for and prunes only the backups that carry its UID and name
+	// its cluster (the backups have no owner: deleting a schedule keeps them).
+	LabelBackupScheduleUID = "valkey.io/backup-schedule-uid"
 )
 
 // SnapshotName is the VolumeSnapshot of one shard of a backup: "<backup>-<shard>".

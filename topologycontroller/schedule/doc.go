@@ -4,8 +4,10 @@
 // or a backup of the schedule is still under way, deletes completed backups past the
 // retention, and reports the schedule's Ready condition.
 //
-// It owns the ValkeyBackupSchedule status and creates and deletes ValkeyBackups labelled
-// with the schedule; it never touches a ValkeyCluster, a ValkeyNode or a Valkey server:
+// It owns the ValkeyBackupSchedule status and creates ValkeyBackups labelled with the
+// schedule's name and UID; it deletes only those that carry its UID and name its cluster
+// (the backups have no owner, so the name label may be an earlier schedule's). It never
+// touches a ValkeyCluster, a ValkeyNode or a Valkey server:
 // running a backup is the backup concern's work, started by the cluster's reconcile.
 // It keeps nothing in memory. The top-level package wires it into the manager behind the
 // partition guard (setupSchedules); IndexByCluster, OfBackup, SchedulesOfCluster and Key

@@ -135,12 +135,16 @@ func (r *Reconciler) createDue(ctx context.Context, s *valkeyv1.ValkeyBackupSche
 }
 
 // scheduledBackup is the backup s takes at t: named for the schedule and the minute,
-// labelled with the schedule, without owner.
+// labelled with the schedule's name and UID (the UID is what makes it the schedule's: see
+// backupsOf), without owner.
 func scheduledBackup(s *valkeyv1.ValkeyBackupSchedule, t time.Time) *valkeyv1.ValkeyBackup {
 	return &valkeyv1.ValkeyBackup{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: valkeyv1.ScheduledBackupName(s.Name, t), Namespace: s.Namespace,
-			Labels: map[string]string{valkeyv1.LabelBackupSchedule: s.Name, valkeyv1.LabelCluster: s.Spec.ClusterName},
+			Labels: map[string]string{
+				valkeyv1.LabelBackupSchedule: s.Name, valkeyv1.LabelBackupScheduleUID: string(s.UID),
+				valkeyv1.LabelCluster: s.Spec.ClusterName,
+			},
 		},
 		Spec: valkeyv1.ValkeyBackupSpec{ClusterName: s.Spec.ClusterName, VolumeSnapshotClassName: s.Spec.VolumeSnapshotClassName},
 	}

@@ -83,13 +83,23 @@ func backupProgress(b *valkeyv1.ValkeyBackup) string {
 	return phase
 }
 
-// backupsOf lists the schedule's backups.
+// backupsOf lists the schedule's own backups: those labelled with its UID (it made them)
+// and of its cluster. The name label is no proof: backups outlive their schedule, so a
+// schedule of the same name made later (for another cluster, say) finds its predecessor's
+// under it, and a backup made by an earlier version of the operator carries only the name:
+// neither is this schedule's to wait for or to delete.
 func (r *Reconciler) backupsOf(ctx context.Context, s *valkeyv1.ValkeyBackupSchedule) ([]valkeyv1.ValkeyBackup, error) {
 	var list valkeyv1.ValkeyBackupList
-	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{valkeyv1.LabelBackupSchedule: s.Name}); err != nil {
+	if err := r.List(ctx, &list, client.InNamespace(s.Namespace), client.MatchingLabels{valkeyv1.LabelBackupScheduleUID: string(s.UID)}); err != nil {
 		return nil, fmt.Errorf("list the backups of schedule %s: %w", s.Name, err)
 	}
-	return list.Items, nil
+	own := list.Items[:0]
+	for _, b := range list.Items {
+		if b.Spec.ClusterName == s.Spec.ClusterName {
+			own = append(own, b)
+		}
+	}
+	return own, nil
 }
 
 // SchedulesOfCluster maps the creation or deletion of a ValkeyCluster to the schedules that
