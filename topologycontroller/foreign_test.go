@@ -13,10 +13,12 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/topologycontroller"
 )
 
 // progressingMessage is the cluster's Progressing message.
@@ -157,5 +159,60 @@ var _ = Describe("Same-named objects of someone else", func() {
 		Entry("the password Secret <cluster>-auth", valkeyv1.PasswordSecretName, valkeyv1.DefaultPasswordKey),
 		Entry("the operator's Secret <cluster>-operator", valkeyv1.OperatorSecretName, valkeyv1.DefaultPasswordKey),
 		Entry("the ACL Secret <cluster>-acl, which asks for the operator's Secret restored with it", valkeyv1.ACLSecretName, valkeyv1.ACLFileKey),
+	)
+})
+
+// racingClient is the suite's client with someone else's Secret slipped in between the
+// controller's read and its create: the Create of the Secret name finds theirs, made a
+// moment before (their own object, no owner, their data).
+type racingClient struct {
+	client.Client
+	name string
+	data map[string][]byte
+}
+
+func (c *racingClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if s, ok := obj.(*corev1.Secret); ok && s.Name == c.name {
+		theirs := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: s.Namespace, Name: s.Name}, Data: c.data}
+		if err := c.Client.Create(ctx, theirs); client.IgnoreAlreadyExists(err) != nil {
+			return err
+		}
+	}
+	return c.Client.Create(ctx, obj, opts...)
+}
+
+var _ = Describe("A generated Secret someone else creates while the controller creates it", func() {
+
+	DescribeTable("is refused as one placed before: neither used nor replaced, and no node is created",
+		func(secret func(name string) string) {
+			ctx := context.Background()
+			ns := newNamespace()
+			// One reconciler acts on the cluster: the suite's controller is stopped meanwhile.
+			mgr.stop()
+			DeferCleanup(func() { mgr = startManager(testOptions) })
+			vc := newCluster(ns, "race", 1, 0)
+			DeferCleanup(func() { Expect(k8s.Delete(ctx, vc)).To(Succeed()) })
+			name := secret("race")
+			data := map[string][]byte{valkeyv1.DefaultPasswordKey: []byte("theirs")}
+
+			events, err := env.NewManager(topologycontroller.CacheOptions())
+			Expect(err).NotTo(HaveOccurred())
+			r := topologycontroller.NewReconciler(&racingClient{Client: k8s, name: name, data: data},
+				events.GetEventRecorder(topologycontroller.Name), testOptions)
+			_, err = r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(vc)})
+			Expect(err).NotTo(HaveOccurred())
+
+			Expect(status.Get(getCluster(ns, "race").Status.Conditions, valkeyv1.ConditionReady)).To(And(Not(BeNil()),
+				HaveField("Reason", valkeyv1.ReasonPasswordSecretNotOwned),
+				HaveField("Message", ContainSubstring("the Secret "+name+" was not made by the operator"))))
+			Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonPasswordSecretNotOwned) }, 10*time.Second).Should(Equal(1))
+			Expect(listNodes(ns)).To(BeEmpty(), "no node starts with someone else's Secret")
+			var cur corev1.Secret
+			Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, &cur)).To(Succeed())
+			Expect(cur.Data).To(Equal(data), "their Secret is not overwritten")
+			Expect(cur.OwnerReferences).To(BeEmpty())
+		},
+		Entry("the password Secret <cluster>-auth", valkeyv1.PasswordSecretName),
+		Entry("the operator's Secret <cluster>-operator", valkeyv1.OperatorSecretName),
 	)
 })

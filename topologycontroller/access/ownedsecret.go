@@ -18,7 +18,10 @@ import (
 )
 
 // createSecret creates the generated Secret name with a random password, owned by vc. When
-// another reconcile made it first, that one is read and used.
+// a Secret of that name appeared since it was read, that one is read and used only if it
+// passes the check a Secret read in the first place passes (notOwnedSecret): another
+// reconcile of this cluster made it, or it is usable as one found there would be. Someone
+// else's, made in between, is refused as one placed before would be.
 func (k *Keeper) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, name string) (*corev1.Secret, error) {
 	buf := make([]byte, 24)
 	if _, err := rand.Read(buf); err != nil {
@@ -32,10 +35,14 @@ func (k *Keeper) createSecret(ctx context.Context, vc *valkeyv1.ValkeyCluster, n
 	round.SecretWriting(ctx, client.ObjectKeyFromObject(s))
 	err = k.Client.Create(ctx, s)
 	if apierrors.IsAlreadyExists(err) {
-		if err := k.APIReader.Get(ctx, client.ObjectKeyFromObject(s), s); err != nil {
+		var found corev1.Secret
+		if err := k.APIReader.Get(ctx, client.ObjectKeyFromObject(s), &found); err != nil {
 			return nil, fmt.Errorf("get Secret %s: %w", name, err)
 		}
-		return s, nil
+		if err := k.notOwnedSecret(ctx, vc, &found); err != nil {
+			return nil, err
+		}
+		return &found, nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("create Secret %s: %w", name, err)
