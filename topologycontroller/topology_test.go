@@ -74,10 +74,11 @@ func clusterPassword(ns, name string) string {
 	return string(s.Data[valkeyv1.DefaultPasswordKey])
 }
 
-// formCluster starts a fake workload in ns, creates the cluster and waits until it is ready
-// and healthy. It returns the workload and the cluster's password.
-func formCluster(ns, name string, shards, replicas int32) (*fakeWorkload, string) {
-	f := startFakeWorkload(ns)
+// formCluster starts a fake workload in ns (its servers' config with the lines of config),
+// creates the cluster and waits until it is ready and healthy. It returns the workload and
+// the cluster's password.
+func formCluster(ns, name string, shards, replicas int32, config ...string) (*fakeWorkload, string) {
+	f := startFakeWorkload(ns, config...)
 	DeferCleanup(f.stop)
 	newCluster(ns, name, shards, replicas)
 	pw := clusterPassword(ns, name)

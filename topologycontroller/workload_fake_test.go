@@ -83,6 +83,8 @@ type fakeWorkload struct {
 	tlsDirs map[string]string
 	// legacy servers start as before the operator had its own user: requirepass only.
 	legacy bool
+	// config are more lines of every server's config (cluster-databases 16, say).
+	config []string
 	// snapshots are the data directories "snapshotted" by takeSnapshot, by snapshot name:
 	// a node with spec.restore starts on a copy of one (see restoredDir).
 	snapshots map[string]string
@@ -93,9 +95,11 @@ type approval struct {
 	node, reason, role string
 }
 
-func startFakeWorkload(ns string) *fakeWorkload {
+// startFakeWorkload runs the fake workload of ns; its servers' config has the lines of
+// config besides the suite's own.
+func startFakeWorkload(ns string, config ...string) *fakeWorkload {
 	ctx, cancel := context.WithCancel(context.Background())
-	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, image: map[string]string{}, gen: map[string]int64{}, empty: map[string]bool{}, waitVolume: map[string]bool{}, cancel: cancel, done: make(chan struct{})}
+	f := &fakeWorkload{ns: ns, srv: map[string]*valkeyserver.Server{}, roll: map[string]bool{}, image: map[string]string{}, gen: map[string]int64{}, empty: map[string]bool{}, waitVolume: map[string]bool{}, cancel: cancel, done: make(chan struct{}), config: config}
 	go func() {
 		defer GinkgoRecover()
 		defer close(f.done)
@@ -229,7 +233,7 @@ func (f *fakeWorkload) startServerAt(ctx context.Context, n *valkeyv1.ValkeyNode
 		}
 		return valkeyserver.Start(valkeyserver.Options{
 			Host: host, Port: 6379, Cluster: true, Password: pw, Dir: dir,
-			Config: []string{"cluster-node-timeout 2000", "save 3600 1", fullSyncAtOnce},
+			Config: append([]string{"cluster-node-timeout 2000", "save 3600 1", fullSyncAtOnce}, f.config...),
 		})
 	}
 	// As a pod's valkey-start does: the auth file from the operator's Secret and the
@@ -244,7 +248,7 @@ func (f *fakeWorkload) startServerAt(ctx context.Context, n *valkeyv1.ValkeyNode
 	}
 	return valkeyserver.Start(valkeyserver.Options{
 		Host: host, Port: 6379, Cluster: true, Dir: dir, TLSDir: tlsDir,
-		Config: []string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth, fullSyncAtOnce},
+		Config: append([]string{"cluster-node-timeout 2000", "save 3600 1", "include " + auth, fullSyncAtOnce}, f.config...),
 	})
 }
 

@@ -18,7 +18,8 @@ import (
 // reads data, and only to move it). ACL itself is granted: the operator applies the users.
 // BGSAVE and BGREWRITEAOF: a backup saves one node per shard. EXISTS: before a primary
 // without slots is flushed to become a replica, each of its keys must exist on its slot's
-// owner (key names, no value). WATCH, MULTI, DEL, EXEC: a key-by-key migration copies a
+// owner (key names, no value). SELECT also reaches the other databases of a server with
+// cluster-databases (Valkey 9): that check and a key-by-key migration go through each. WATCH, MULTI, DEL, EXEC: a key-by-key migration copies a
 // batch (MIGRATE COPY) and deletes it on the source once a replica of the target has it,
 // unless a client wrote one of its keys meanwhile; MIGRATE itself deletes what it moves, so
 // DEL grants nothing more. No other read command, no

@@ -19,24 +19,27 @@ import (
 const keptKeysRecheck = 5 * time.Second
 
 // FlushIfHeldElsewhere empties m, a primary without slots, before it becomes a replica or
-// gets its first slots, but only when every key it holds exists on its slot's reachable
-// owner (CLUSTER COUNTKEYSINSLOT on both first; then, where the owner holds as many, the
-// names: CLUSTER GETKEYSINSLOT on m, EXISTS on the owner).
+// gets its first slots, but only when every key it holds, in every database (FLUSHALL
+// empties them all), exists on its slot's reachable owner in the same database (CLUSTER
+// COUNTKEYSINSLOT on both first; then, where the owner holds as many, the names: CLUSTER
+// GETKEYSINSLOT on m, EXISTS on the owner).
 // Otherwise its keys may exist nowhere else (it came back from a retained claim after its
 // slots went to a node that never had them): it is left as it is, with ClusterJoined=False
 // KeysNotElsewhere and a Warning event, and false is returned.
 func (ms *Members) FlushIfHeldElsewhere(ctx context.Context, st *round.State, m *round.Member) (bool, error) {
-	keys, err := dbSize(ctx, st.Conns, m.Addr)
-	if err != nil || keys == 0 {
+	dbs, err := round.KeyDatabases(ctx, st.Conns, m.Addr)
+	if err != nil || len(dbs) == 0 {
 		return err == nil, err
 	}
-	missing, err := keysNotElsewhere(ctx, st, m)
-	if err != nil {
-		return false, err
-	}
-	if missing != "" {
-		ms.keepKeys(st, m, keys, missing)
-		return false, nil
+	for _, db := range dbs {
+		missing, err := keysNotElsewhere(ctx, st, m, db.Index)
+		if err != nil {
+			return false, err
+		}
+		if missing != "" {
+			ms.keepKeys(st, m, round.TotalKeys(dbs), missing)
+			return false, nil
+		}
 	}
 	return true, st.Conns.OK(ctx, m.Addr, "FLUSHALL")
 }
@@ -54,11 +57,11 @@ func (ms *Members) keepKeys(st *round.State, m *round.Member, keys int64, missin
 	st.Wait(fmt.Sprintf("node %s holds keys found nowhere else", m.Node.Name), keptKeysRecheck)
 }
 
-// keysNotElsewhere compares, slot by slot, the keys m holds with those of the slot's owner
-// in the seed's view. It describes the slots whose owner holds fewer keys, is unknown or
-// cannot be asked; "" when there are none.
-func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member) (string, error) {
-	mine, err := round.CountKeys(ctx, st.Conns, m.Addr, allSlots())
+// keysNotElsewhere compares, slot by slot, the keys m holds in database db with those of
+// the slot's owner in the seed's view in the same database. It describes the slots whose
+// owner holds fewer keys, is unknown or cannot be asked; "" when there are none.
+func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member, db int) (string, error) {
+	mine, err := round.CountKeysIn(ctx, st.Conns, m.Addr, db, allSlots())
 	if err != nil {
 		return "", err
 	}
@@ -70,7 +73,7 @@ func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member) (st
 	theirs := map[int]int64{}
 	for id, slots := range bySlotOwner {
 		if o := st.ByID[id]; o != nil && id != m.ID() {
-			counts, err := round.CountKeys(ctx, st.Conns, o.Addr, slots)
+			counts, err := round.CountKeysIn(ctx, st.Conns, o.Addr, db, slots)
 			if err != nil {
 				return "", err
 			}
@@ -79,7 +82,7 @@ func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member) (st
 			}
 		}
 	}
-	absent, err := keysAbsentOnOwners(ctx, st, m, mine, theirs, owner)
+	absent, err := keysAbsentOnOwners(ctx, st, m, db, mine, theirs, owner)
 	if err != nil {
 		return "", err
 	}
@@ -99,16 +102,20 @@ func keysNotElsewhere(ctx context.Context, st *round.State, m *round.Member) (st
 	if short == 0 {
 		return "", nil
 	}
-	return fmt.Sprintf("in %d slots its keys are not all on the slot's owner (first: %s)", short, first), nil
+	in := ""
+	if db != 0 {
+		in = fmt.Sprintf("in database %d, ", db)
+	}
+	return fmt.Sprintf("%sin %d slots its keys are not all on the slot's owner (first: %s)", in, short, first), nil
 }
 
 // flushCheckBatch bounds the slots whose key names are read at once.
 const flushCheckBatch = 512
 
 // keysAbsentOnOwners counts, for each slot whose reachable owner holds at least as many keys
-// as m (a count says nothing of which keys), m's keys of it that the owner does not have:
-// CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
-func keysAbsentOnOwners(ctx context.Context, st *round.State, m *round.Member, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
+// as m in database db (a count says nothing of which keys), m's keys of it that the owner
+// does not have there: CLUSTER GETKEYSINSLOT on m, EXISTS on the owner.
+func keysAbsentOnOwners(ctx context.Context, st *round.State, m *round.Member, db int, mine, theirs map[int]int64, owner map[int]string) (map[int]int64, error) {
 	var slots []int
 	for slot := 0; slot < planner.TotalSlots; slot++ {
 		if o := st.ByID[owner[slot]]; mine[slot] > 0 && theirs[slot] >= mine[slot] && o != nil && o != m {
@@ -118,20 +125,21 @@ func keysAbsentOnOwners(ctx context.Context, st *round.State, m *round.Member, m
 	absent := map[int]int64{}
 	for start := 0; start < len(slots); start += flushCheckBatch {
 		batch := slots[start:min(len(slots), start+flushCheckBatch)]
-		if err := countAbsent(ctx, st, m, batch, mine, owner, absent); err != nil {
+		if err := countAbsent(ctx, st, m, db, batch, mine, owner, absent); err != nil {
 			return nil, err
 		}
 	}
 	return absent, nil
 }
 
-// countAbsent adds to absent the keys of m in slots that their owner does not have.
-func countAbsent(ctx context.Context, st *round.State, m *round.Member, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
+// countAbsent adds to absent the keys of m in slots, in database db, that their owner does
+// not have there.
+func countAbsent(ctx context.Context, st *round.State, m *round.Member, db int, slots []int, mine map[int]int64, owner map[int]string, absent map[int]int64) error {
 	gets := make([][]string, len(slots))
 	for i, slot := range slots {
 		gets[i] = []string{"CLUSTER", "GETKEYSINSLOT", strconv.Itoa(slot), strconv.FormatInt(mine[slot], 10)}
 	}
-	res, err := st.Conns.Multi(ctx, m.Addr, gets)
+	res, err := st.Conns.MultiIn(ctx, m.Addr, db, gets)
 	if err != nil {
 		return err
 	}
@@ -147,7 +155,7 @@ func countAbsent(ctx context.Context, st *round.State, m *round.Member, slots []
 		bySlot[id] = append(bySlot[id], slots[i])
 	}
 	for id, cmds := range exists {
-		res, err := st.Conns.Multi(ctx, st.ByID[id].Addr, cmds)
+		res, err := st.Conns.MultiIn(ctx, st.ByID[id].Addr, db, cmds)
 		if err != nil {
 			return err
 		}
@@ -196,17 +204,4 @@ func allSlots() []int {
 		out[i] = i
 	}
 	return out
-}
-
-// dbSize is the number of keys of the server at addr.
-func dbSize(ctx context.Context, cs *round.Conns, addr string) (int64, error) {
-	s, err := cs.Do(ctx, addr, "DBSIZE")
-	if err != nil {
-		return 0, err
-	}
-	n, err := s.AsInt64()
-	if err != nil {
-		return 0, fmt.Errorf("DBSIZE on %s: %w", addr, err)
-	}
-	return n, nil
 }

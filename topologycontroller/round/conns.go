@@ -128,12 +128,18 @@ func (c *Conns) Multi(ctx context.Context, addr string, cmds [][]string) ([]valk
 	}
 	c.sent.Add(int64(len(built)))
 	res := cl.DoMulti(ctx, built...)
+	return res, firstError(addr, cmds, res)
+}
+
+// firstError is the first failure among the replies res of cmds sent to addr (a reply
+// error included), nil when none failed.
+func firstError(addr string, cmds [][]string, res []valkey.ValkeyResult) error {
 	for i, r := range res {
 		if err := r.Error(); err != nil {
-			return res, fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(cmds[i]), " "), addr, err)
+			return fmt.Errorf("%s on %s: %w", strings.Join(redactArgs(cmds[i]), " "), addr, err)
 		}
 	}
-	return res, nil
+	return nil
 }
 
 // Dedicated runs fn on a connection to the server at addr that nobody else uses meanwhile
@@ -181,30 +187,6 @@ func (c *Conns) Meet(ctx context.Context, on, addr string) error {
 		return err
 	}
 	return c.OK(ctx, on, "CLUSTER", "MEET", host, port)
-}
-
-// CountKeys is CLUSTER COUNTKEYSINSLOT of each slot on the server at addr, pipelined. Slots
-// without keys are left out.
-func CountKeys(ctx context.Context, cs *Conns, addr string, slots []int) (map[int]int64, error) {
-	cmds := make([][]string, len(slots))
-	for i, slot := range slots {
-		cmds[i] = []string{"CLUSTER", "COUNTKEYSINSLOT", strconv.Itoa(slot)}
-	}
-	res, err := cs.Multi(ctx, addr, cmds)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[int]int64, len(slots))
-	for i, slot := range slots {
-		n, err := res[i].AsInt64()
-		if err != nil {
-			return nil, fmt.Errorf("CLUSTER COUNTKEYSINSLOT %d on %s: %w", slot, addr, err)
-		}
-		if n > 0 {
-			out[slot] = n
-		}
-	}
-	return out, nil
 }
 
 // redactArgs hides passwords in error messages: MIGRATE ... AUTH <password> or AUTH2
