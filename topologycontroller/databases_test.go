@@ -188,4 +188,22 @@ var _ = Describe("Several databases in cluster mode", func() {
 		Expect(readKeys(f, pw, 100)).To(Equal(100))
 		Expect(readDBKeys(f, pw, 100)).To(Equal(100))
 	})
+
+	It("moves the keys of every database when slots move key by key", func() {
+		needsClusterDatabases()
+		keyByKey()
+		ns := newNamespace()
+		f, pw := formCluster(ns, "m", 1, 0, severalDatabases)
+		writeKeys(f, pw, 500)
+		writeDBKeys(f, pw, 500)
+		primary := valkeyv1.NodeName("m", 0, 0)
+
+		setShards(ns, "m", 2)
+		Eventually(clusterReady(ns, "m"), keyByKeyScaleIn).Should(Succeed())
+		Eventually(func() error { return checkHealthy(f, pw, 2, 0) }, 30*time.Second).Should(Succeed())
+
+		Expect(readKeys(f, pw, 500)).To(Equal(500))
+		Expect(readDBKeys(f, pw, 500)).To(Equal(500), "a key of database 5 left behind on a slot's former owner")
+		Expect(dbSizeIn(f.server(primary).Addr(), pw, otherDB)).To(BeNumerically("<", 500), "half the slots left %s", primary)
+	})
 })

@@ -38,22 +38,26 @@ const replicaAckPoll = 2 * time.Millisecond
 // keys while it moved.
 var errBatchChanged = errors.New("a key of the batch changed while it moved")
 
-// runMigrates moves the batches one after the other on one connection to src (a WATCH
-// holds on its connection). A batch the servers refuse marks its slot failed (its later
-// batches are not sent this round); a batch whose keys changed is moved again by the next
-// pass of moveKeys; an error reaching src fails the whole round.
-func (mo *Mover) runMigrates(ctx context.Context, st *Round, src, dst *round.Member, batches []keyBatch, failed map[int]string) error {
+// runMigrates moves the batches of database db one after the other on one connection to
+// src (a WATCH holds on its connection), which selects db. A batch the servers refuse marks
+// its slot failed (its later batches are not sent this round); a batch whose keys changed
+// is moved again by the next pass of moveKeysIn; an error reaching src fails the whole
+// round.
+func (mo *Mover) runMigrates(ctx context.Context, st *Round, src, dst *round.Member, db int, batches []keyBatch, failed map[int]string) error {
+	if len(batches) == 0 {
+		return nil
+	}
 	host, port, err := net.SplitHostPort(dst.Addr)
 	if err != nil {
 		return err
 	}
 	replicas := followersOf(st, dst)
-	return st.Conns.Dedicated(src.Addr, func(c valkey.DedicatedClient) error {
+	return st.Conns.DedicatedIn(ctx, src.Addr, db, func(c valkey.DedicatedClient) error {
 		for _, b := range batches {
 			if failed[b.slot] != "" {
 				continue
 			}
-			err := mo.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, st.Conns.MigrateAuth(dst.Addr), b, mo.Options.CommandTimeout), b)
+			err := mo.moveBatch(ctx, c, st, dst, replicas, migrateCmd(host, port, db, st.Conns.MigrateAuth(dst.Addr), b, mo.Options.CommandTimeout), b)
 			var refused *batchRefused
 			switch {
 			case err == nil:
