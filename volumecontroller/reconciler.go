@@ -93,7 +93,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // reconcileNormal makes sure the node's claim exists, belongs to it and is as large as
-// asked, and reports it.
+// asked, and reports it. A node that restores a snapshot uses only the claim made for it
+// from that snapshot; any other claim under its name is left as it is (restoreClaimExists).
 func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyNode, fig *volumeusage.Figure) (report, error) {
 	if node.Spec.Persistence == nil {
 		return ephemeralReport(), nil
@@ -108,6 +109,9 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	class, err := r.resolveClass(ctx, claim.Spec.StorageClassName)
 	if err != nil {
 		return claimReport(node, claim, class, nil), err
+	}
+	if snap := restoreSnapshot(node); snap != "" && !madeForRestore(node, claim, snap) {
+		return r.restoreClaimExists(node, claim, class, snap), nil
 	}
 
 	switch claimOwnership(node, claim) {
@@ -181,6 +185,9 @@ func (r *Reconciler) createClaim(ctx context.Context, node *valkeyv1.ValkeyNode)
 			live := &corev1.PersistentVolumeClaim{}
 			if gerr := r.APIReader.Get(ctx, client.ObjectKeyFromObject(claim), live); gerr != nil {
 				return notUsableReport(node, class, valkeyv1.ReasonCreating, err.Error()), fmt.Errorf("get claim %s: %w", name, gerr)
+			}
+			if snap := restoreSnapshot(node); snap != "" && !madeForRestore(node, live, snap) {
+				return r.restoreClaimExists(node, live, class, snap), nil
 			}
 			switch claimOwnership(node, live) {
 			case foreign:

@@ -88,3 +88,55 @@ func restoreFrom(claim *corev1.PersistentVolumeClaim, vs *snapshotv1.VolumeSnaps
 		}
 	}
 }
+
+// snapshotOf is the VolumeSnapshot a claim was created from ("" when none).
+func snapshotOf(claim *corev1.PersistentVolumeClaim) string {
+	ds := claim.Spec.DataSource
+	if ds == nil || ds.Kind != "VolumeSnapshot" || ptr.Deref(ds.APIGroup, "") != snapshotGroupVersion.Group {
+		return ""
+	}
+	return ds.Name
+}
+
+// madeForRestore tells whether claim is the one created for node's restore: it carries the
+// node's identity and was created from snap. A claim an earlier node of the same name
+// retained is not, even one made from the same snapshot: its data went on after that
+// restore.
+func madeForRestore(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, snap string) bool {
+	return claimOwnership(node, claim) == owned && snapshotOf(claim) == snap
+}
+
+// restoreClaimExists reports a claim under a restored node's claim name that was not made
+// for this node from its snapshot. Its data is not the backup's, and it may be the only copy
+// of other data: it is neither adopted, changed nor deleted, and the node gets no claim (so
+// no pod) until the user deletes it or restores under another name.
+func (r *Reconciler) restoreClaimExists(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim, class classRef, snap string) report {
+	msg := fmt.Sprintf("claim %s exists (%s) but was not created for this node from VolumeSnapshot %s, which it restores (backup %s): "+
+		"its data is not the backup's, so it is neither adopted nor deleted and the node does not start; "+
+		"delete the claim to restore (its data is lost), or, to keep that data, delete this ValkeyCluster and restore under another name",
+		claim.Name, describeClaim(claim), snap, node.Spec.Restore.Backup)
+	if claim.DeletionTimestamp != nil {
+		msg = fmt.Sprintf("claim %s (%s) is being deleted; this node's claim is created from VolumeSnapshot %s once it is gone (it stays while a pod uses it)",
+			claim.Name, describeClaim(claim), snap)
+	}
+	if cur := status.Get(node.Status.Conditions, valkeyv1.ConditionVolumeReady); cur == nil || cur.Reason != valkeyv1.ReasonRestoreClaimExists {
+		r.Recorder.Eventf(node, claim, corev1.EventTypeWarning, valkeyv1.ReasonRestoreClaimExists, "RestoreClaim", "%s", msg)
+	}
+	return notUsableReport(node, class, valkeyv1.ReasonRestoreClaimExists, msg)
+}
+
+// describeClaim says whose a claim is and what it was made from, for a message.
+func describeClaim(claim *corev1.PersistentVolumeClaim) string {
+	whose := "not made by the operator"
+	if id := claim.Annotations[valkeyv1.AnnotationClaimIdentity]; id != "" {
+		whose = "made for " + id
+		if at, released := claim.Annotations[valkeyv1.AnnotationClaimReleased]; released {
+			whose = fmt.Sprintf("retained by %s, released at %s", id, at)
+		}
+	}
+	from := "created empty"
+	if snap := snapshotOf(claim); snap != "" {
+		from = "created from VolumeSnapshot " + snap
+	}
+	return whose + ", " + from
+}

@@ -2,6 +2,7 @@ package volumecontroller_test
 
 import (
 	"context"
+	"fmt"
 
 	snapshotv1 "github.com/kubernetes-csi/external-snapshotter/client/v8/apis/volumesnapshot/v1"
 	. "github.com/onsi/ginkgo/v2"
@@ -89,4 +90,86 @@ var _ = Describe("claims restored from a snapshot", func() {
 		Expect(waitClaim(ctx, node).Spec.DataSource).To(HaveValue(HaveField("Name", "nightly-0")))
 		Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/WaitingForFirstConsumer"))
 	})
+})
+
+// retainedClaim creates and binds the claim an earlier cluster "c" of the same name left
+// behind under reclaimPolicy Retain: its node's labels and identity (the earlier cluster's
+// UID), the release mark, and, when it was itself restored, the snapshot it was made from.
+func retainedClaim(ctx context.Context, node *valkeyv1.ValkeyNode, class, madeFrom string) *corev1.PersistentVolumeClaim {
+	pvc := &corev1.PersistentVolumeClaim{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: valkeyv1.ClaimName(node.Name), Namespace: node.Namespace,
+			Labels: valkeyv1.NodeLabels(node),
+			Annotations: map[string]string{
+				valkeyv1.AnnotationClaimIdentity: "0a1d0c1e-0000-4000-8000-000000000000/" + node.Name,
+				valkeyv1.AnnotationClaimReleased: "2026-01-01T00:00:00Z",
+			},
+		},
+		Spec: corev1.PersistentVolumeClaimSpec{
+			AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+			StorageClassName: &class,
+			Resources: corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{
+				corev1.ResourceStorage: resource.MustParse("1Gi")}},
+		},
+	}
+	if madeFrom != "" {
+		group := "snapshot.storage.k8s.io"
+		pvc.Spec.DataSource = &corev1.TypedLocalObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: madeFrom}
+		pvc.Spec.DataSourceRef = &corev1.TypedObjectReference{APIGroup: &group, Kind: "VolumeSnapshot", Name: madeFrom}
+	}
+	Expect(k8s.Create(ctx, pvc)).To(Succeed())
+	bind(ctx, pvc, "1Gi")
+	return pvc
+}
+
+var _ = Describe("a restored node whose claim name is taken by a retained claim", func() {
+	var ns string
+	BeforeEach(func(ctx context.Context) { ns = newNamespace(ctx) })
+
+	DescribeTable("leaves the retained claim as it is (RestoreClaimExists, a Warning), and restores once the user deletes it",
+		func(ctx context.Context, madeFrom string) {
+			class := newClass(ctx, "retained-"+ns, false, storagev1.VolumeBindingImmediate, nil)
+			backupSnapshot(ctx, ns, "nightly-0")
+			setSnapshotStatus(ctx, ns, "nightly-0", func(s *snapshotv1.VolumeSnapshotStatus) {
+				s.ReadyToUse = ptr.To(true)
+				s.RestoreSize = ptr.To(resource.MustParse("1Gi"))
+			})
+			node := restoredNode(ns, "1Gi", class.Name, "nightly-0")
+			retained := retainedClaim(ctx, node, class.Name, madeFrom)
+			Expect(k8s.Create(ctx, node)).To(Succeed())
+
+			Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("False/RestoreClaimExists"))
+			msg := status.Get(getNode(ctx, node).Status.Conditions, valkeyv1.ConditionVolumeReady).Message
+			Expect(msg).To(And(ContainSubstring(retained.Name), ContainSubstring("VolumeSnapshot nightly-0"),
+				ContainSubstring("delete"), ContainSubstring("another name")))
+			Expect(condition(ctx, node, valkeyv1.ConditionVolumeSized)()).To(Equal("False/RestoreClaimExists"))
+			Eventually(countOf(eventReasons(ctx, node), "Warning/RestoreClaimExists")).Should(Equal(1))
+
+			By("the retained claim is neither adopted nor deleted: its data stays the earlier cluster's")
+			Consistently(func() string {
+				pvc := claimOf(ctx, node)()
+				_, released := pvc.Annotations[valkeyv1.AnnotationClaimReleased]
+				return fmt.Sprintf("%s %s deleting=%t released=%t", pvc.UID, pvc.Annotations[valkeyv1.AnnotationClaimIdentity],
+					pvc.DeletionTimestamp != nil, released)
+			}, "2s").Should(Equal(fmt.Sprintf("%s %s deleting=false released=true", retained.UID, retained.Annotations[valkeyv1.AnnotationClaimIdentity])),
+				"the claim holds data: the controller must not take it over or remove it")
+			Expect(eventReasons(ctx, node)()).NotTo(ContainElement("Normal/ClaimAdopted"))
+			Expect(countOf(eventReasons(ctx, node), "Warning/RestoreClaimExists")()).To(Equal(1))
+
+			By("the user deletes the retained claim: the node's claim is made from the snapshot")
+			Expect(k8s.Delete(ctx, retained)).To(Succeed())
+			setClaimFinalizer(ctx, claimKey(node), false) // kube-controller-manager: no pod uses it
+			Eventually(func() bool {
+				pvc := claimOf(ctx, node)()
+				return pvc != nil && pvc.UID != retained.UID
+			}).Should(BeTrue())
+			pvc := claimOf(ctx, node)()
+			Expect(pvc.Spec.DataSource).To(HaveValue(HaveField("Name", "nightly-0")))
+			Expect(pvc.Annotations).To(HaveKeyWithValue(valkeyv1.AnnotationClaimIdentity, clusterUID+"/"+node.Name))
+			bind(ctx, pvc, "1Gi")
+			Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/Bound"))
+		},
+		Entry("a claim an earlier cluster made empty", ""),
+		Entry("a claim an earlier cluster restored from the same snapshot, then wrote to", "nightly-0"),
+	)
 })

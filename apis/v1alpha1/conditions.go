@@ -56,6 +56,13 @@ const (
 	// API is not installed); the message says which and what the claim waits for. No claim
 	// is created until the snapshot is ready, so the node's pod does not start.
 	ReasonRestoreSourceNotReady = "RestoreSourceNotReady"
+	// ReasonRestoreClaimExists (VolumeReady=False): the node restores spec.restore.snapshotName,
+	// but its claim name is taken by a claim not made for this node from that snapshot (one
+	// an earlier cluster of the same name retained, for instance). Its data is not the
+	// backup's: the claim is neither adopted nor changed nor deleted, so the node's pod does
+	// not start; the message names the claim and what to do (delete it, or restore under
+	// another name).
+	ReasonRestoreClaimExists = "RestoreClaimExists"
 
 	// ConditionVolumeHealthy says whether the node's volume can take its server's writes:
 	// True (Healthy; Ephemeral without persistence), False while the server fails to

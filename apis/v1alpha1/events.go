@@ -137,8 +137,8 @@ const (
 
 // Event reasons of backups and restores. Failures use the Ready reason as the event reason
 // (PersistenceRequired, SnapshotFailed, SnapshotUnsupported, SaveFailed,
-// RestoreSourceMissing, RestoreSourceIncomplete, RestoreRefused; RestoreSourceNotReady on a
-// ValkeyNode, volume controller).
+// RestoreSourceMissing, RestoreSourceIncomplete, RestoreRefused; RestoreSourceNotReady and
+// RestoreClaimExists on a ValkeyNode, volume controller).
 const (
 	// EventSnapshotCreated (Normal, ValkeyNode, volume controller).
 	EventSnapshotCreated = "SnapshotCreated"

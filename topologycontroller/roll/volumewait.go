@@ -34,14 +34,16 @@ func waitsForVolume(n *valkeyv1.ValkeyNode) bool { return noPodForVolume(n) || r
 
 // volumeNeedsUser tells whether n's volume waits for the user rather than for the storage
 // system: a class that does not exist, a class change refused for a bound claim, a claim of
-// another identity, a lost claim. Nothing changes until the user acts.
+// another identity, a lost claim, a claim that a restored node cannot restore into. Nothing
+// changes until the user acts.
 func volumeNeedsUser(n *valkeyv1.ValkeyNode) bool {
 	c := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady)
 	if c == nil || status.IsTrue(n.Status.Conditions, valkeyv1.ConditionVolumeReady) {
 		return false
 	}
 	switch c.Reason {
-	case valkeyv1.ReasonStorageClassNotFound, valkeyv1.ReasonStorageClassImmutable, valkeyv1.ReasonClaimConflict, valkeyv1.ReasonClaimLost:
+	case valkeyv1.ReasonStorageClassNotFound, valkeyv1.ReasonStorageClassImmutable, valkeyv1.ReasonClaimConflict, valkeyv1.ReasonClaimLost,
+		valkeyv1.ReasonRestoreClaimExists:
 		return true
 	}
 	return false
