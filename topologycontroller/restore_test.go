@@ -26,28 +26,81 @@ import (
 )
 
 // restoredDir plays the volume controller and valkey-start for a node with spec.restore: a
-// data directory copied from the snapshot (a claim made from it), on which valkey-start's
-// restore step ran. "" (a new, empty directory) for any other node. ready is false while
-// the snapshot is not published (the claim is not ready: no pod).
-func (f *fakeWorkload) restoredDir(n *valkeyv1.ValkeyNode) (dir string, ready bool, err error) {
+// data directory copied from the snapshot (a claim made from it, reported in
+// status.volume.restoredFrom), on which valkey-start's restore step ran. "" (a new, empty
+// directory) for any other node. ready is false while the snapshot is not published (the
+// claim is not ready: no pod). A claim retained under the node's claim name is refused
+// (VolumeReady=False, RestoreClaimExists: no pod) or, adopted, started on as it is, with
+// valkey-start's restore step run on it and no restoredFrom.
+func (f *fakeWorkload) restoredDir(ctx context.Context, n *valkeyv1.ValkeyNode) (dir string, ready bool, err error) {
 	r := n.Spec.Restore
 	if r == nil || r.SnapshotName == "" {
 		return "", true, nil
 	}
-	src := f.snapshots[r.SnapshotName]
-	if src == "" {
-		return "", false, nil
-	}
-	if dir, err = os.MkdirTemp("", "valkey-restored-"); err != nil {
-		return "", false, err
-	}
-	if err := copyTree(src, dir); err != nil {
-		return "", false, err
+	claim := valkeyv1.ClaimName(n.Name)
+	if kept, ok := f.retained[n.Name]; ok {
+		if !kept.adopted {
+			return "", false, reportRestoredVolume(ctx, n, false, valkeyv1.ReasonRestoreClaimExists, fmt.Sprintf(
+				"claim %s exists (retained by an earlier cluster) but was not created for this node from VolumeSnapshot %s", claim, r.SnapshotName), "")
+		}
+		dir = kept.dir
+	} else {
+		src := f.snapshots[r.SnapshotName]
+		if src == "" {
+			return "", false, nil
+		}
+		if dir, err = os.MkdirTemp("", "valkey-restored-"); err != nil {
+			return "", false, err
+		}
+		if err := copyTree(src, dir); err != nil {
+			return "", false, err
+		}
 	}
 	_, err = valkeystart.Restore(dir, r.Backup, strings.ToLower(string(r.Identity)), func(format string, args ...any) {
 		GinkgoWriter.Printf("valkey-start of %s: "+format+"\n", append([]any{n.Name}, args...)...)
 	})
-	return dir, err == nil, err
+	if err != nil {
+		return "", false, err
+	}
+	from := r.SnapshotName
+	if _, ok := f.retained[n.Name]; ok {
+		from = ""
+	}
+	return dir, true, reportRestoredVolume(ctx, n, true, valkeyv1.ReasonBound, "claim "+claim+" is bound", from)
+}
+
+// reportRestoredVolume plays the volume controller's VolumeReady, VolumeSized and
+// status.volume of a restored node.
+func reportRestoredVolume(ctx context.Context, n *valkeyv1.ValkeyNode, ready bool, reason, msg, restoredFrom string) error {
+	sized := reason
+	if ready {
+		sized = valkeyv1.ReasonSized
+	}
+	a := status.Applier{Client: k8s, FieldManager: valkeyv1.FieldManagerVolume}
+	return a.ApplyNode(ctx, n, status.VolumeShare{
+		Conditions: []metav1.Condition{
+			status.Condition(valkeyv1.ConditionVolumeReady, ready, reason, msg),
+			status.Condition(valkeyv1.ConditionVolumeSized, ready, sized, msg),
+		},
+		Volume: &valkeyv1.VolumeStatus{ClaimName: valkeyv1.ClaimName(n.Name), RestoredFrom: restoredFrom},
+	})
+}
+
+// retain leaves a claim holding dir under node's claim name, adopted or not by the volume
+// controller played; forgetRetained deletes it (the user's way out).
+func (f *fakeWorkload) retain(node, dir string, adopted bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.retained == nil {
+		f.retained = map[string]retainedClaim{}
+	}
+	f.retained[node] = retainedClaim{dir: dir, adopted: adopted}
+}
+
+func (f *fakeWorkload) forgetRetained(node string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	delete(f.retained, node)
 }
 
 // takeSnapshot plays the backup of one node: BGSAVE on its server, then a copy of its data
@@ -392,6 +445,60 @@ var _ = Describe("Restore", func() {
 		Eventually(func() error { return checkHealthy(f, clusterPassword(ns, "c"), 2, 1) }, 30*time.Second).Should(Succeed())
 		Eventually(func() int { return readKeysAt(clusterNodeAddrs(f, ns, "c"), clusterPassword(ns, "c"), keys) }, 30*time.Second).Should(Equal(keys))
 	})
+
+	DescribeTable("never reports Restored while the restored node is not on its snapshot's claim",
+		func(adopted bool, reason, message string) {
+			ns := newNamespace()
+			f, pw := formPersistentCluster(ns, "o", 1, 0, false)
+			node := valkeyv1.NodeName("o", 0, 0)
+			addr := f.server(node).Addr()
+			Expect(cmd(addr, pw, "SET", "k", "v1")).To(Equal("OK"))
+			f.takeSnapshot(node, valkeyv1.SnapshotName("bk", 0), pw)
+			completedBackup(ns, "bk", "o", 1, map[int32]int32{0: 0}, nodeIDs(ns))
+			Expect(cmd(addr, pw, "SET", "k", "v2")).To(Equal("OK"))
+			saved := intReply(addr, pw, "LASTSAVE")
+			Eventually(func() int64 { return time.Now().Unix() }, 3*time.Second).Should(BeNumerically(">", saved),
+				"LASTSAVE counts seconds: the next save is told apart only in a later second")
+			kept := f.saveAndCopy(node, pw) // what the claim holds when the cluster goes
+
+			By("deleting the cluster, its node and Secrets; its claim is retained")
+			old := getCluster(ns, "o")
+			Expect(k8s.Delete(context.Background(), old)).To(Succeed())
+			for _, n := range listNodes(ns) {
+				Expect(k8s.Delete(context.Background(), &n)).To(Succeed())
+			}
+			Eventually(func() []string {
+				collectGarbage(ns, old.UID)
+				return f.addrs()
+			}, drainAfterClusterDeletion).Should(BeEmpty(), func() string { return drainReport(ns) })
+			for _, name := range []string{valkeyv1.PasswordSecretName("o"), valkeyv1.OperatorSecretName("o"), valkeyv1.ACLSecretName("o")} {
+				Expect(k8s.Delete(context.Background(), &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})).To(Succeed())
+			}
+			f.retain(node, kept, adopted)
+
+			By("restoring as o from bk: the retained claim is under the restored node's claim name")
+			newRestoredCluster(ns, "o", "bk", 1, 0)
+			Eventually(restoredCondition(ns, "o"), 30*time.Second).Should(And(Not(BeNil()),
+				HaveField("Status", metav1.ConditionFalse), HaveField("Reason", reason), HaveField("Message", ContainSubstring(message))))
+			Consistently(restoredCondition(ns, "o"), 5*time.Second).ShouldNot(HaveField("Status", metav1.ConditionTrue),
+				"the node does not serve the backup's data: the restore must not be reported")
+			if adopted {
+				return // the claim is in use; the volume controller no longer adopts it (volumecontroller specs)
+			}
+			Eventually(func() int { return eventsWithReason(ns, valkeyv1.ReasonRestoreRefused) }, 20*time.Second).Should(BeNumerically(">=", 1))
+			Expect(f.server(node)).To(BeNil(), "no pod starts on the retained claim")
+
+			By("the user deletes the retained claim: the node starts on its snapshot, with the backup's data")
+			f.forgetRetained(node)
+			Eventually(restoredCondition(ns, "o"), formTimeout).Should(HaveField("Status", metav1.ConditionTrue))
+			Eventually(clusterReady(ns, "o"), formTimeout).Should(Succeed())
+			Expect(cmd(f.server(node).Addr(), clusterPassword(ns, "o"), "GET", "k")).To(Equal("v1"))
+		},
+		Entry("a retained claim, which the volume controller refuses (RestoreClaimExists)", false,
+			valkeyv1.ReasonRestoreRefused, "VolumeReady=False (RestoreClaimExists)"),
+		Entry("a claim the volume controller does not report as made from the snapshot (adopted, as before)", true,
+			valkeyv1.ReasonRestoring, "does not report its claim as made from VolumeSnapshot bk-0"),
+	)
 
 	DescribeTable("refuses a restore it cannot do, with a condition and an event, and creates no node",
 		func(setup func(ns string), reason, message string) {

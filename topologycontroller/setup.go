@@ -293,7 +293,7 @@ func (o Options) wrap(name string, r reconcile.Reconciler) reconcile.Reconciler 
 // deletion, a spec change, the start of deletion, RollPending, the WorkloadReady changes it
 // reads (see workloadGateChanged), SnapshotReady (a backup waits for it), VolumeHealthy and
 // the volume's capacity or growth (the cluster's Degraded, LargestVolume and GrownVolumes;
-// a backup fails on it), a new pod IP, valkey.io/paused added or removed, and Drained changing on a node being deleted: a round
+// a backup fails on it), a restored node's claim evidence (the cluster's Restored), a new pod IP, valkey.io/paused added or removed, and Drained changing on a node being deleted: a round
 // of its cluster still in flight when the cluster went may write it after the node was
 // found drained, and is then undone.
 func nodeChanged() predicate.Predicate {
@@ -305,6 +305,7 @@ func nodeChanged() predicate.Predicate {
 		status.ConditionChanged(valkeyv1.ConditionSnapshotReady),
 		status.ConditionChanged(valkeyv1.ConditionVolumeHealthy),
 		volumeSizeChanged(),
+		restoreEvidenceChanged(),
 		workloadGateChanged(),
 		nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool { return round.PodIP(o) != round.PodIP(n) }),
 		pauseChanged(),
@@ -357,6 +358,28 @@ func deletingDrainedChanged() predicate.Predicate {
 		return !n.DeletionTimestamp.IsZero() &&
 			status.IsTrue(o.Status.Conditions, valkeyv1.ConditionDrained) != status.IsTrue(n.Status.Conditions, valkeyv1.ConditionDrained)
 	})
+}
+
+// restoreEvidenceChanged passes an update of a restored node (spec.restore) that changes
+// what its Restored reads of its claim: status.volume.restoredFrom, or VolumeReady turning
+// to or from RestoreClaimExists.
+func restoreEvidenceChanged() predicate.Predicate {
+	return nodeUpdate(func(o, n *valkeyv1.ValkeyNode) bool {
+		return n.Spec.Restore != nil && restoreEvidence(o) != restoreEvidence(n)
+	})
+}
+
+// restoreEvidence is a node's status.volume.restoredFrom and whether its VolumeReady says
+// RestoreClaimExists.
+func restoreEvidence(n *valkeyv1.ValkeyNode) [2]string {
+	var e [2]string
+	if n.Status.Volume != nil {
+		e[0] = n.Status.Volume.RestoredFrom
+	}
+	if c := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady); c != nil && c.Reason == valkeyv1.ReasonRestoreClaimExists {
+		e[1] = c.Reason
+	}
+	return e
 }
 
 // volumeSizeChanged passes an update that changes a node's status.volume.capacity or

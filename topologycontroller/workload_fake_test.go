@@ -88,6 +88,17 @@ type fakeWorkload struct {
 	// snapshots are the data directories "snapshotted" by takeSnapshot, by snapshot name:
 	// a node with spec.restore starts on a copy of one (see restoredDir).
 	snapshots map[string]string
+	// retained are the claims an earlier cluster left under a restored node's claim name
+	// (reclaimPolicy Retain), by node name (see restoredDir).
+	retained map[string]retainedClaim
+}
+
+// retainedClaim is a claim left under a node's claim name: the data directory it holds, and
+// whether the volume controller played adopts it, as it did before it refused to for a
+// restored node.
+type retainedClaim struct {
+	dir     string
+	adopted bool
 }
 
 // approval is a roll approval as the workload saw it, with the node's role at that moment.
@@ -169,7 +180,7 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 			}
 		}
 		if s == nil {
-			dir, ready, err := f.restoredDir(n)
+			dir, ready, err := f.restoredDir(ctx, n)
 			if err != nil {
 				return err
 			}

@@ -106,6 +106,18 @@ func madeForRestore(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeCla
 	return claimOwnership(node, claim) == owned && snapshotOf(claim) == snap
 }
 
+// restoredFrom is status.volume.restoredFrom of a restored node's claim: the snapshot the
+// claim was created from when the node restores (spec.restore) and the claim was made for
+// it ("" otherwise). While the node restores a snapshot, only the claim made for it from that
+// snapshot is reported at all (reconcileNormal), so the topology controller reads this as
+// the evidence that the node's data starts from the backup.
+func restoredFrom(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim) string {
+	if node.Spec.Restore == nil || claimOwnership(node, claim) != owned {
+		return ""
+	}
+	return snapshotOf(claim)
+}
+
 // restoreClaimExists reports a claim under a restored node's claim name that was not made
 // for this node from its snapshot. Its data is not the backup's, and it may be the only copy
 // of other data: it is neither adopted, changed nor deleted, and the node gets no claim (so

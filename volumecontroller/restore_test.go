@@ -57,6 +57,8 @@ var _ = Describe("claims restored from a snapshot", func() {
 			Expect(pvc.Spec.DataSourceRef).To(HaveValue(Equal(corev1.TypedObjectReference{APIGroup: ref.APIGroup, Kind: ref.Kind, Name: ref.Name})))
 			Expect(pvc.Spec.Resources.Requests.Storage().String()).To(Equal(want))
 			Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/WaitingForFirstConsumer"))
+			Expect(getNode(ctx, node).Status.Volume).To(HaveValue(HaveField("RestoredFrom", "nightly-0")),
+				"the topology controller reports Restored only on this word")
 		},
 		Entry("a snapshot larger than the node's size", "1Gi", "3Gi", "3Gi"),
 		Entry("a snapshot smaller than the node's size", "2Gi", "500Mi", "2Gi"),
@@ -143,6 +145,8 @@ var _ = Describe("a restored node whose claim name is taken by a retained claim"
 			Expect(msg).To(And(ContainSubstring(retained.Name), ContainSubstring("VolumeSnapshot nightly-0"),
 				ContainSubstring("delete"), ContainSubstring("another name")))
 			Expect(condition(ctx, node, valkeyv1.ConditionVolumeSized)()).To(Equal("False/RestoreClaimExists"))
+			Expect(getNode(ctx, node).Status.Volume).To(HaveValue(HaveField("RestoredFrom", "")),
+				"a claim not made from the snapshot is never reported as restored")
 			Eventually(countOf(eventReasons(ctx, node), "Warning/RestoreClaimExists")).Should(Equal(1))
 
 			By("the retained claim is neither adopted nor deleted: its data stays the earlier cluster's")
@@ -168,6 +172,7 @@ var _ = Describe("a restored node whose claim name is taken by a retained claim"
 			Expect(pvc.Annotations).To(HaveKeyWithValue(valkeyv1.AnnotationClaimIdentity, clusterUID+"/"+node.Name))
 			bind(ctx, pvc, "1Gi")
 			Eventually(condition(ctx, node, valkeyv1.ConditionVolumeReady)).Should(Equal("True/Bound"))
+			Expect(getNode(ctx, node).Status.Volume).To(HaveValue(HaveField("RestoredFrom", "nightly-0")))
 		},
 		Entry("a claim an earlier cluster made empty", ""),
 		Entry("a claim an earlier cluster restored from the same snapshot, then wrote to", "nightly-0"),

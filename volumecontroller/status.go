@@ -110,6 +110,7 @@ func volumeStatus(node *valkeyv1.ValkeyNode, claim *corev1.PersistentVolumeClaim
 	}
 	vs.Phase = string(claim.Status.Phase)
 	vs.AutoGrownTo = grownTo(node, claim)
+	vs.RestoredFrom = restoredFrom(node, claim)
 	return vs
 }
 

@@ -384,7 +384,8 @@ const (
 	ReasonBackupVolumeUnhealthy = "VolumeUnhealthy"
 
 	// ConditionRestored (ValkeyCluster with spec.restoreFrom, writer: topology controller):
-	// True once every shard's restored node serves its slots.
+	// True once every shard's restored node serves its slots on the claim the volume
+	// controller reports as made from its snapshot (status.volume.restoredFrom).
 	ConditionRestored = "Restored"
 	ReasonRestored    = "Restored"
 	// ReasonRestoring (Restored=False): the restored nodes are starting from their snapshots.
@@ -394,8 +395,9 @@ const (
 	// ReasonRestoreSourceIncomplete (Restored=False): the backup is not Completed.
 	ReasonRestoreSourceIncomplete = "RestoreSourceIncomplete"
 	// ReasonRestoreRefused (Restored=False): the cluster's shards differ from the backup's,
-	// or a restored node that does not serve yet reports VolumeHealthy=False (VolumeFull,
-	// PersistenceFailing); the message says which.
+	// a restored node that does not serve yet reports VolumeHealthy=False (VolumeFull,
+	// PersistenceFailing), or a restored node's claim name is taken by a claim not made from
+	// its snapshot (VolumeReady=False, RestoreClaimExists); the message says which.
 	ReasonRestoreRefused = "RestoreRefused"
 )
 

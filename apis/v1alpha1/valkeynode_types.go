@@ -87,6 +87,12 @@ type VolumeStatus struct {
 	// Phase of the claim (Pending, Bound, Lost).
 	// +optional
 	Phase string `json:"phase,omitempty"`
+	// RestoredFrom is the VolumeSnapshot the claim was created from (its dataSource), on a
+	// node restored from a backup (spec.restore) whose claim was made for it: the volume
+	// controller's word that the node's data starts from the backup. Empty for any other
+	// claim.
+	// +optional
+	RestoredFrom string `json:"restoredFrom,omitempty"`
 	// Snapshot is the node's VolumeSnapshot for the backup of status.topology.savedPoint,
 	// while that is set.
 	// +optional

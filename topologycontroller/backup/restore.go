@@ -145,7 +145,8 @@ func (st *Round) restoredNodes() map[int32]*valkeyv1.ValkeyNode {
 
 // HoldForRestore is the converge phase that, while the cluster is being restored, stops
 // the round before replicas are attached and slots assigned until every shard's restored
-// node has joined as a primary (with the slots of its keys, claimed as it loaded them).
+// node has joined as a primary (with the slots of its keys, claimed as it loaded them) on
+// the claim made from its snapshot (onSnapshot).
 func (sv *Saver) HoldForRestore(_ context.Context, st *Round) (bool, error) {
 	if st.restore == nil || st.restore.restored {
 		return false, nil
@@ -158,7 +159,7 @@ func (sv *Saver) HoldForRestore(_ context.Context, st *Round) (bool, error) {
 			waiting = append(waiting, fmt.Sprintf("shard %d has no restored node yet", s))
 			continue
 		}
-		if m := st.Members[n.Name]; !st.InCluster(m) || !m.Self.Primary() {
+		if m := st.Members[n.Name]; !st.InCluster(m) || !m.Self.Primary() || !onSnapshot(n) {
 			waiting = append(waiting, n.Name)
 		}
 	}
@@ -171,7 +172,9 @@ func (sv *Saver) HoldForRestore(_ context.Context, st *Round) (bool, error) {
 }
 
 // NoteRestore decides the cluster's Restored condition this round: True once every shard's
-// restored node is joined, a primary, and owns slots (with an event the first time).
+// restored node is joined, a primary, owns slots, and the volume controller reports its
+// claim as made from its snapshot (with an event the first time). Serving proves nothing of
+// where the data came from: a node on a claim retained under its name serves as well.
 func (sv *Saver) NoteRestore(st *Round) {
 	p := st.restore
 	if p == nil {
@@ -196,6 +199,13 @@ func (sv *Saver) NoteRestore(st *Round) {
 			st.restored = &c
 			return
 		}
+		if n := restored[s]; !onSnapshot(n) {
+			c := status.Condition(valkeyv1.ConditionRestored, false, valkeyv1.ReasonRestoring, fmt.Sprintf(
+				"restoring from %s: the restored node %s of shard %d serves, but the volume controller does not report its claim as made from VolumeSnapshot %s (status.volume.restoredFrom %q): its data may not be the backup's",
+				p.backup, n.Name, s, n.Spec.Restore.SnapshotName, restoredFrom(n)))
+			st.restored = &c
+			return
+		}
 	}
 	msg := fmt.Sprintf("restored from %s: %d shards, each from its snapshot (node identities %s)", p.backup, st.Cluster.Spec.Shards, strings.ToLower(string(p.identity)))
 	c := status.Condition(valkeyv1.ConditionRestored, true, valkeyv1.ReasonRestored, msg)
@@ -210,12 +220,35 @@ func restoredServes(st *Round, n *valkeyv1.ValkeyNode) bool {
 	return st.Joined(n) && m.Reachable() && m.Self.Primary() && m.Self.SlotCount() > 0 && st.Primary[n.Spec.Shard] == m
 }
 
+// onSnapshot tells whether the volume controller reports restored node n's claim as made
+// from the snapshot n restores (status.volume.restoredFrom): the evidence that n's data
+// starts from the backup.
+func onSnapshot(n *valkeyv1.ValkeyNode) bool {
+	r := n.Spec.Restore
+	return r != nil && r.SnapshotName != "" && restoredFrom(n) == r.SnapshotName
+}
+
+// restoredFrom is n's status.volume.restoredFrom ("" when absent).
+func restoredFrom(n *valkeyv1.ValkeyNode) string {
+	if n.Status.Volume == nil {
+		return ""
+	}
+	return n.Status.Volume.RestoredFrom
+}
+
 // restoreVolumeRefused is Restored=False RestoreRefused for shard s while its restored node
-// n reports its volume full or its persistence failing (VolumeHealthy=False): it may never
-// start on its snapshot. Nil otherwise.
+// n cannot start on its snapshot because a claim not made from it holds its claim name
+// (VolumeReady=False, RestoreClaimExists), or may never start on it because its volume is
+// full or its persistence failing (VolumeHealthy=False). Nil otherwise.
 func restoreVolumeRefused(backup string, s int32, n *valkeyv1.ValkeyNode) *metav1.Condition {
 	if n == nil {
 		return nil
+	}
+	if v := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady); v != nil && v.Status == metav1.ConditionFalse && v.Reason == valkeyv1.ReasonRestoreClaimExists {
+		c := status.Condition(valkeyv1.ConditionRestored, false, valkeyv1.ReasonRestoreRefused, fmt.Sprintf(
+			"restoring from %s: the restored node %s of shard %d reports VolumeReady=False (%s): %s; the restore goes on once that claim is gone",
+			backup, n.Name, s, v.Reason, v.Message))
+		return &c
 	}
 	v := round.UnhealthyVolume(n)
 	if v == nil || (v.Reason != valkeyv1.ReasonVolumeFull && v.Reason != valkeyv1.ReasonPersistenceFailing) {
