@@ -195,3 +195,16 @@ func clusterEvent(c *valkeyv1.ValkeyCluster, reason string, since time.Time) boo
 	}
 	return false
 }
+
+// warningEvents are the Warning events with reason about the object kind/name in namespace ns.
+func warningEvents(ns, kind, name, reason string) []eventsv1.Event {
+	var list eventsv1.EventList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(ns))).To(Succeed())
+	var out []eventsv1.Event
+	for _, e := range list.Items {
+		if e.Type == corev1.EventTypeWarning && e.Reason == reason && e.Regarding.Kind == kind && e.Regarding.Name == name {
+			out = append(out, e)
+		}
+	}
+	return out
+}

@@ -1,11 +1,20 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 )
@@ -72,3 +81,105 @@ var _ = Describe("A primary restarted in its pod without its data, under acknowl
 		})
 	}
 })
+
+// A bare pod that carries the labels of a node's pod (anyone allowed to create pods in the
+// namespace can make one) is not the node's pod: the workload controller finds a node's pod
+// by ownership (docs/contract.md, docs/security.md), so the node's status.workload keeps
+// naming its own pod, no controller ever dials the impostor, and a Warning event ForeignPod on
+// the node names it. The writer loses nothing meanwhile.
+var _ = Describe("A bare pod carrying a node's labels, under acknowledged writes", Label("chaos"), func() {
+	It("a 1 × 1 ephemeral cluster keeps its own pods beside an impostor of its primary's pod", func() {
+		ns := newNamespace("e2e-impostor")
+		cluster := newCluster(ns, "impostor", 1, 1, nil)
+		waitReady(cluster, 5*time.Minute)
+		expectClusterOK(cluster)
+		underFault(cluster, "impostor-pod", func() {
+			_, primary := replicaAndPrimary(cluster)
+			own := getPod(primary)
+			impostor := startImpostor(own)
+			GinkgoWriter.Printf("impostor %s at %s carries the labels of %s (%s at %s): %v\n",
+				impostor.Name, impostor.Status.PodIP, primary.Name, own.Name, own.Status.PodIP, impostor.Labels)
+
+			Consistently(func(g Gomega) {
+				var p corev1.Pod
+				g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(impostor), &p)).To(Succeed())
+				g.Expect(p.UID).To(Equal(impostor.UID), "the impostor is still there")
+				g.Expect(metav1.GetControllerOf(&p)).To(BeNil(), "%s is still a bare pod (nothing adopted it)", p.Name)
+				var nodes valkeyv1.ValkeyNodeList
+				g.Expect(k8s.List(ctx, &nodes, client.InNamespace(ns), client.MatchingLabels{valkeyv1.LabelCluster: cluster.Name})).To(Succeed())
+				g.Expect(nodes.Items).To(HaveLen(2))
+				for _, n := range nodes.Items {
+					g.Expect(n.Status.Workload).NotTo(BeNil(), "%s status.workload", n.Name)
+					g.Expect(n.Status.Workload.PodName).NotTo(Equal(impostor.Name), "%s status.workload.podName", n.Name)
+					g.Expect(n.Status.Workload.PodIP).NotTo(Equal(impostor.Status.PodIP), "%s status.workload.podIP", n.Name)
+					if n.Name == primary.Name {
+						g.Expect(n.Status.Workload.PodName).To(Equal(own.Name), "%s reports its own pod", n.Name)
+						g.Expect(n.Status.Workload.PodIP).To(Equal(own.Status.PodIP), "%s reports its own pod's IP", n.Name)
+					}
+				}
+			}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(Succeed(), "no node takes the impostor for its pod")
+
+			Eventually(func() []string {
+				var notes []string
+				for _, e := range warningEvents(ns, "ValkeyNode", primary.Name, valkeyv1.EventForeignPod) {
+					notes = append(notes, e.Note)
+				}
+				return notes
+			}).WithTimeout(time.Minute).Should(ContainElement(ContainSubstring(impostor.Name)),
+				"a Warning event ForeignPod on %s names %s", primary.Name, impostor.Name)
+			GinkgoWriter.Printf("the client Service %s selects the impostor by its labels: %v\n",
+				valkeyv1.ClientServiceName(cluster.Name), serviceSelects(ns, valkeyv1.ClientServiceName(cluster.Name), impostor.Status.PodIP))
+
+			Expect(k8s.Delete(ctx, impostor, client.GracePeriodSeconds(0))).To(Succeed())
+			Eventually(func() bool {
+				return apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(impostor), &corev1.Pod{}))
+			}).WithTimeout(time.Minute).Should(BeTrue(), "the impostor is gone")
+		})
+	})
+})
+
+// startImpostor runs a bare pod (no owner) of the Valkey image, asleep, in own's namespace
+// with every label of own, and waits until it runs with an IP. It is deleted after the spec
+// if it is still there.
+func startImpostor(own *corev1.Pod) *corev1.Pod {
+	p := &corev1.Pod{
+		// Not "<StatefulSet>-<ordinal>": the StatefulSet adopts no orphan of another name.
+		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: own.Namespace, Labels: maps.Clone(own.Labels)},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: "valkey", Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
+	ExpectWithOffset(1, k8s.Create(ctx, p)).To(Succeed())
+	DeferCleanup(func() { _ = client.IgnoreNotFound(k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0))) })
+	EventuallyWithOffset(1, func(g Gomega) {
+		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
+		g.Expect(p.Status.Phase).To(Equal(corev1.PodRunning), "%s Running", p.Name)
+		g.Expect(p.Status.PodIP).NotTo(BeEmpty(), "%s has an IP", p.Name)
+	}).WithTimeout(2 * time.Minute).Should(Succeed())
+	return p
+}
+
+// serviceSelects tells whether an EndpointSlice of the Service names the address ip.
+func serviceSelects(ns, service, ip string) bool {
+	var list discoveryv1.EndpointSliceList
+	ExpectWithOffset(1, k8s.List(ctx, &list, client.InNamespace(ns), client.MatchingLabels{discoveryv1.LabelServiceName: service})).To(Succeed())
+	for _, s := range list.Items {
+		for _, e := range s.Endpoints {
+			if slices.Contains(e.Addresses, ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
