@@ -8,6 +8,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -153,6 +154,127 @@ var _ = Describe("Scheduled backups", Label("backup"), func() {
 		}).WithTimeout(3 * time.Minute).WithPolling(5 * time.Second).Should(Succeed())
 	})
 })
+
+// A cluster deleted under reclaimPolicy Retain leaves its claims, and one created again under
+// its name with restoreFrom must not start on them: their data went on after the backup. The
+// restored node reports VolumeReady=False RestoreClaimExists, the cluster Restored=False
+// RestoreRefused, both with a Warning event, and the claim is left as it is; once it is
+// deleted (docs/backup-restore.md, "Restoring under a name whose claims were retained") the
+// node's claim is made from its snapshot and the cluster serves the backup's data.
+var _ = Describe("A restore under a name whose claims were retained", Label("backup"), func() {
+	It("a 1 × 0 cluster restored under its own name waits for its retained claim to be deleted, then serves the backup's value", func() {
+		ns := newNamespace("restore-retained")
+		cluster := newCluster(ns, "orders", 1, 0, persistence("1Gi", expandableClass, valkeyv1.ReclaimRetain))
+		waitReady(cluster, 5*time.Minute)
+		node := valkeyv1.NodeName(cluster.Name, 0, 0)
+		claimKey := client.ObjectKey{Namespace: ns, Name: valkeyv1.ClaimName(node)}
+		setKey(cluster, "k", "v1")
+
+		By("a backup holds k=v1")
+		backup := &valkeyv1.ValkeyBackup{
+			ObjectMeta: metav1.ObjectMeta{Name: "b1", Namespace: ns},
+			Spec:       valkeyv1.ValkeyBackupSpec{ClusterName: cluster.Name},
+		}
+		Expect(k8s.Create(ctx, backup)).To(Succeed())
+		backup = waitBackup(backup, valkeyv1.BackupCompleted, 4*time.Minute)
+		Expect(readySnapshots(ns, backup.Name)).To(HaveLen(1), "the backup's VolumeSnapshot is ready to use")
+		snapshot := valkeyv1.SnapshotName(backup.Name, 0)
+
+		By("k=v2 written after the backup and saved to the node's claim")
+		setKey(cluster, "k", "v2")
+		pw := password(cluster)
+		vc := nodeClient(nodeByName(cluster, node), pw)
+		defer vc.Close()
+		Eventually(func() error { return vc.Do(ctx, vc.B().Save().Build()).Error() }).
+			WithTimeout(30*time.Second).Should(Succeed(), "SAVE on %s (refused while a background save runs)", node)
+
+		By("the cluster deleted, its claim retained")
+		Expect(k8s.Delete(ctx, getCluster(cluster), client.PropagationPolicy(metav1.DeletePropagationBackground))).To(Succeed())
+		Eventually(func(g Gomega) {
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, client.ObjectKeyFromObject(cluster), &valkeyv1.ValkeyCluster{}))).To(BeTrue(), "the ValkeyCluster is gone")
+			g.Expect(clusterNodes(cluster)).To(BeEmpty(), "nodes deleted")
+			g.Expect(clusterPods(cluster)).To(BeEmpty(), "pods deleted")
+			secret := client.ObjectKey{Namespace: ns, Name: valkeyv1.PasswordSecretName(cluster.Name)}
+			g.Expect(apierrors.IsNotFound(k8s.Get(ctx, secret, &corev1.Secret{}))).To(BeTrue(), "the generated password Secret is collected")
+		}).WithTimeout(4 * time.Minute).WithPolling(2 * time.Second).Should(Succeed())
+		var retained corev1.PersistentVolumeClaim
+		Expect(k8s.Get(ctx, claimKey, &retained)).To(Succeed(), "claim of %s retained", node)
+
+		By("created again under the same name, restoring b1")
+		restored := buildCluster(ns, cluster.Name, 1, 0, persistence("1Gi", expandableClass, valkeyv1.ReclaimRetain))
+		restored.Spec.RestoreFrom = backup.Name
+		Expect(k8s.Create(ctx, restored)).To(Succeed())
+		Eventually(func(g Gomega) {
+			var n valkeyv1.ValkeyNode
+			g.Expect(k8s.Get(ctx, client.ObjectKey{Namespace: ns, Name: node}, &n)).To(Succeed())
+			v := status.Get(n.Status.Conditions, valkeyv1.ConditionVolumeReady)
+			g.Expect(v).NotTo(BeNil(), "%s VolumeReady", node)
+			g.Expect(v.Status).To(Equal(metav1.ConditionFalse), "%s VolumeReady: %s %s", node, v.Reason, v.Message)
+			g.Expect(v.Reason).To(Equal(valkeyv1.ReasonRestoreClaimExists), "%s VolumeReady: %s", node, v.Message)
+			r := status.Get(getCluster(restored).Status.Conditions, valkeyv1.ConditionRestored)
+			g.Expect(r).NotTo(BeNil(), "Restored")
+			g.Expect(r.Status).To(Equal(metav1.ConditionFalse), "Restored: %s %s", r.Reason, r.Message)
+			g.Expect(r.Reason).To(Equal(valkeyv1.ReasonRestoreRefused), "Restored: %s", r.Message)
+		}).WithTimeout(2 * time.Minute).WithPolling(time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			cur := getCluster(restored)
+			g.Expect(status.IsTrue(cur.Status.Conditions, valkeyv1.ConditionRestored)).To(BeFalse(), "Restored")
+			g.Expect(status.IsTrue(cur.Status.Conditions, valkeyv1.ConditionReady)).To(BeFalse(), "Ready")
+			var pvc corev1.PersistentVolumeClaim
+			g.Expect(k8s.Get(ctx, claimKey, &pvc)).To(Succeed(), "the retained claim exists")
+			g.Expect(pvc.UID).To(Equal(retained.UID), "the retained claim, not a new one")
+			g.Expect(pvc.DeletionTimestamp).To(BeNil(), "the retained claim is not being deleted")
+			g.Expect(pvc.Spec.DataSource).To(BeNil(), "the retained claim is unchanged")
+			for _, p := range clusterPods(restored) {
+				g.Expect(mountsClaim(&p, claimKey.Name)).To(BeFalse(), "%s mounts the retained claim", p.Name)
+			}
+		}).WithTimeout(30*time.Second).WithPolling(time.Second).Should(Succeed(), "the restore waits, the retained claim untouched")
+		notes := func(kind, name, reason string) []string {
+			var out []string
+			for _, e := range warningEvents(ns, kind, name, reason) {
+				out = append(out, e.Note)
+			}
+			return out
+		}
+		Expect(notes("ValkeyNode", node, valkeyv1.ReasonRestoreClaimExists)).To(ContainElement(ContainSubstring(claimKey.Name)),
+			"a Warning event RestoreClaimExists on %s names the claim", node)
+		Expect(notes("ValkeyCluster", cluster.Name, valkeyv1.ReasonRestoreRefused)).To(ContainElement(ContainSubstring(node)),
+			"a Warning event RestoreRefused on the cluster names the node")
+
+		By("the retained claim deleted, as docs/backup-restore.md says")
+		out, err := kubectl("-n", ns, "delete", "pvc", claimKey.Name, "--wait=false")
+		Expect(err).NotTo(HaveOccurred(), out)
+		waitReady(restored, 5*time.Minute)
+		Eventually(func() bool {
+			return status.IsTrue(getCluster(restored).Status.Conditions, valkeyv1.ConditionRestored)
+		}).WithTimeout(time.Minute).Should(BeTrue(), "Restored")
+		var made corev1.PersistentVolumeClaim
+		Expect(k8s.Get(ctx, claimKey, &made)).To(Succeed())
+		Expect(made.UID).NotTo(Equal(retained.UID), "a new claim")
+		Expect(made.Spec.DataSource).NotTo(BeNil(), "%s has a dataSource", made.Name)
+		Expect(made.Spec.DataSource.Name).To(Equal(snapshot), "%s is made from the backup's snapshot", made.Name)
+		n := nodeByName(restored, node)
+		Expect(n.Status.Volume).NotTo(BeNil(), "%s status.volume", node)
+		Expect(n.Status.Volume.RestoredFrom).To(Equal(snapshot), "%s status.volume.restoredFrom", node)
+		Expect(getKey(restored, "k")).To(Equal("v1"), "k as the backup holds it, not as written after")
+	})
+})
+
+// setKey sets key to value through a cluster client.
+func setKey(c *valkeyv1.ValkeyCluster, key, value string) {
+	vc := clusterClient(c)
+	defer vc.Close()
+	ExpectWithOffset(1, vc.Do(ctx, vc.B().Set().Key(key).Value(value).Build()).Error()).To(Succeed(), "SET %s", key)
+}
+
+// getKey reads key through a cluster client.
+func getKey(c *valkeyv1.ValkeyCluster, key string) string {
+	vc := clusterClient(c)
+	defer vc.Close()
+	v, err := vc.Do(ctx, vc.B().Get().Key(key).Build()).ToString()
+	ExpectWithOffset(1, err).NotTo(HaveOccurred(), "GET %s", key)
+	return v
+}
 
 // waitBackup waits for the backup to reach phase and returns it; it fails at once on Failed.
 func waitBackup(b *valkeyv1.ValkeyBackup, phase valkeyv1.BackupPhase, timeout time.Duration) *valkeyv1.ValkeyBackup {
