@@ -220,6 +220,7 @@ func (r *Reconciler) converge(ctx context.Context, st *clusterState) error {
 			return r.backups.HoldForRestore(ctx, st.backups)
 		}},
 		{"take over", onState(r.failovers.TakeOver)},
+		{"detach strays", onState(r.members.DetachStray)},
 		{"replicate", onState(r.members.Replicate)},
 		{"forget", onState(r.members.Forget)},
 		{"drain", onState(r.members.Drain)},

@@ -51,6 +51,9 @@ func (st *clusterState) memberJoined(m *round.Member) metav1.Condition {
 		return round.JoinedCondition(true, valkeyv1.ReasonJoined, "primary")
 	case m.Self.Primary():
 		return round.JoinedCondition(false, valkeyv1.ReasonReplicating, "waiting to replicate "+p.Node.Name)
+	case st.Stray(m) && round.Wanted(st.Cluster, m.Node.Spec.Shard, m.Node.Spec.ReplicaIndex):
+		o := st.ByID[m.Self.PrimaryID]
+		return round.JoinedCondition(false, valkeyv1.ReasonReplicating, fmt.Sprintf("follows %s (%s), of shard %d: waiting to follow its own shard's primary", o.Node.Name, round.ShortID(o.ID()), o.Node.Spec.Shard))
 	case m.LinkUp():
 		return round.JoinedCondition(true, valkeyv1.ReasonJoined, "replica of "+round.ShortID(m.Self.PrimaryID))
 	default:

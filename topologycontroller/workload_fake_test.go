@@ -88,8 +88,9 @@ type fakeWorkload struct {
 	// snapshots are the data directories "snapshotted" by takeSnapshot, by snapshot name:
 	// a node with spec.restore starts on a copy of one (see restoredDir).
 	snapshots map[string]string
-	// retained are the claims an earlier cluster left under a restored node's claim name
-	// (reclaimPolicy Retain), by node name (see restoredDir).
+	// retained are the claims an earlier cluster or a deleted node left under a node's claim
+	// name (reclaimPolicy Retain), by node name: a later node of that name starts on one the
+	// volume controller played adopts (see release, and restoredDir for a restored node).
 	retained map[string]retainedClaim
 }
 
@@ -138,6 +139,10 @@ func (f *fakeWorkload) stop() {
 		_ = os.RemoveAll(s.Dir)
 		delete(f.srv, name)
 	}
+	for name, kept := range f.retained {
+		_ = os.RemoveAll(kept.dir)
+		delete(f.retained, name)
+	}
 }
 
 func (f *fakeWorkload) tick(ctx context.Context) error {
@@ -160,6 +165,7 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 				if s := f.srv[n.Name]; s != nil {
 					_ = s.Stop()
 					delete(f.srv, n.Name)
+					f.release(n, s.Dir)
 				}
 				if controllerutil.ContainsFinalizer(n, valkeyv1.PVCProtectionFinalizer) {
 					controllerutil.RemoveFinalizer(n, valkeyv1.PVCProtectionFinalizer)
@@ -186,6 +192,10 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 			}
 			if !ready {
 				continue // its claim waits for its snapshot
+			}
+			if kept, ok := f.retained[n.Name]; dir == "" && ok && kept.adopted {
+				dir = kept.dir // the retained claim, adopted
+				delete(f.retained, n.Name)
 			}
 			if s, err = f.startServer(ctx, n, dir); err != nil {
 				return err
@@ -229,6 +239,20 @@ func (f *fakeWorkload) tick(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// release plays the volume controller's reclaim policy for a deleted node that was
+// drained: its data directory is kept for a later node of its name under Retain, removed
+// under Delete (without persistence it is an emptyDir, gone with the pod).
+func (f *fakeWorkload) release(n *valkeyv1.ValkeyNode, dir string) {
+	if p := n.Spec.Persistence; p != nil && p.EffectiveReclaimPolicy() == valkeyv1.ReclaimRetain {
+		if f.retained == nil {
+			f.retained = map[string]retainedClaim{}
+		}
+		f.retained[n.Name] = retainedClaim{dir: dir, adopted: true}
+		return
+	}
+	_ = os.RemoveAll(dir)
 }
 
 func (f *fakeWorkload) startServer(ctx context.Context, n *valkeyv1.ValkeyNode, dir string) (*valkeyserver.Server, error) {

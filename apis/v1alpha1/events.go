@@ -53,6 +53,9 @@ const (
 	EventRollWithoutReplica = "RollWithoutReplica"
 	EventRollFinished       = "RollFinished"
 	EventScaledIn           = "ScaledIn"
+	// EventReplicaDetached: a node of a shard without a primary followed a primary of
+	// another shard; it was made an empty primary for its own shard.
+	EventReplicaDetached = "ReplicaDetached"
 	// EventKeysNotFlushed (Warning): a primary without slots holds keys its slots' owners do
 	// not hold; it is kept out of the cluster instead of being flushed.
 	EventKeysNotFlushed = "KeysNotFlushed"

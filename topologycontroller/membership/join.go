@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -92,7 +93,9 @@ func meetUnseen(ctx context.Context, st *round.State) error {
 // Replicate makes every other member of a shard a replica of the shard's primary. A node
 // that holds keys but no slots (it came back with old data, or lost its slots) is flushed
 // first, since Valkey only turns an empty primary into a replica, but only when the slots'
-// owners hold those keys (flushIfHeldElsewhere); otherwise it stays out and says why.
+// owners hold those keys (flushIfHeldElsewhere); otherwise it stays out and says why. A
+// shard whose members all follow primaries of other shards has no primary until
+// DetachStray gives it one.
 func (ms *Members) Replicate(ctx context.Context, st *round.State) (bool, error) {
 	acted := false
 	for _, m := range st.SortedMembers() {
@@ -133,6 +136,63 @@ func (ms *Members) Replicate(ctx context.Context, st *round.State) (bool, error)
 		st.Wait("attaching replicas", round.Short)
 	}
 	return acted, nil
+}
+
+// DetachStray gives the first wanted shard without a primary whose nodes all follow
+// primaries of other shards (round.State.Stray: a removed shard's nodes end so when its
+// last slot leaves, and come back so from their retained claims) a primary of its own: its
+// node with the lowest replica index becomes an empty primary, by CLUSTER REPLICATE NO ONE
+// on Valkey 9 and later, else CLUSTER RESET SOFT (which also forgets its peers: Meet brings
+// it back). Either drops its data, a copy of the primary it followed, which keeps it.
+// Replicate then points the shard's other nodes at it. A shard with a node that is not a
+// reachable member yet is left alone: that node may be the shard's primary coming back.
+func (ms *Members) DetachStray(ctx context.Context, st *round.State) (bool, error) {
+	for shard := int32(0); shard < st.Cluster.Spec.Shards; shard++ {
+		m := strayCandidate(st, shard)
+		if m == nil {
+			continue
+		}
+		p := st.ByID[m.Self.PrimaryID]
+		how := []string{"CLUSTER", "REPLICATE", "NO", "ONE"}
+		if m.ValkeyMajor() < 9 {
+			how = []string{"CLUSTER", "RESET", "SOFT"}
+		}
+		if err := st.Conns.OK(ctx, m.Addr, how...); err != nil {
+			return true, fmt.Errorf("detach %s from %s: %w", m.Node.Name, p.Node.Name, err)
+		}
+		ms.Event(st, m.Node, corev1.EventTypeNormal, valkeyv1.EventReplicaDetached, "ClusterDetach",
+			"node %s of shard %d followed %s (%s) of shard %d: made an empty primary for its own shard (%s); its copy of %s's keys is dropped",
+			m.Node.Name, shard, p.Node.Name, round.ShortID(p.ID()), p.Node.Spec.Shard, strings.Join(how, " "), p.Node.Name)
+		st.Wait(fmt.Sprintf("making %s the primary of shard %d (it followed %s of shard %d)", m.Node.Name, shard, p.Node.Name, p.Node.Spec.Shard), round.Short)
+		return true, nil
+	}
+	return false, nil
+}
+
+// strayCandidate is the node to detach from another shard's primary to be the primary of
+// shard: nil unless the shard has no primary and every node of it is a member of the
+// cluster that follows a primary of another shard.
+func strayCandidate(st *round.State, shard int32) *round.Member {
+	if st.Primary[shard] != nil {
+		return nil
+	}
+	var best *round.Member
+	for _, n := range st.Nodes {
+		if n.Spec.Shard != shard {
+			continue
+		}
+		m := st.Members[n.Name]
+		if !st.InCluster(m) || !st.Stray(m) {
+			return nil
+		}
+		if m.Deleting() || !round.Wanted(st.Cluster, shard, n.Spec.ReplicaIndex) {
+			continue
+		}
+		if best == nil || n.Spec.ReplicaIndex < best.Node.Spec.ReplicaIndex {
+			best = m
+		}
+	}
+	return best
 }
 
 // dialable tells whether something accepts TCP connections at addr.

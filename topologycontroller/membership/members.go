@@ -11,7 +11,8 @@ import (
 
 // Members keeps the servers of a cluster one Valkey cluster, for the clusters of one
 // controller: it meets the members (Meet), makes the others of each shard replicas of its
-// primary (Replicate), forgets the IDs that are gone (Forget), hands over and releases the
+// primary (Replicate) after giving a shard whose members follow other shards a primary
+// (DetachStray), forgets the IDs that are gone (Forget), hands over and releases the
 // nodes being deleted (Drain, DrainedStatus) and removes the nodes a smaller spec no
 // longer wants (ScaleIn). It keeps nothing between rounds.
 type Members struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,14 +18,13 @@ import (
 )
 
 // slotTargets are the primaries that should own slots: the current primary of every wanted
-// shard, unless its node is being deleted. ready is false while a wanted shard has no
-// primary yet (its nodes are starting).
-func slotTargets(st *Round) (targets []*round.Member, ready bool) {
-	ready = true
+// shard, unless its node is being deleted. missing are the wanted shards without a primary
+// yet (their nodes are starting, or joining).
+func slotTargets(st *Round) (targets []*round.Member, missing []string) {
 	for shard := int32(0); shard < st.Cluster.Spec.Shards; shard++ {
 		p := st.Primary[shard]
 		if p == nil {
-			ready = false
+			missing = append(missing, strconv.Itoa(int(shard)))
 			continue
 		}
 		if p.Deleting() {
@@ -32,7 +32,7 @@ func slotTargets(st *Round) (targets []*round.Member, ready bool) {
 		}
 		targets = append(targets, p)
 	}
-	return targets, ready
+	return targets, missing
 }
 
 // Balance assigns slots nobody owns and moves slots until the wanted shards' primaries
@@ -42,9 +42,13 @@ func (mo *Mover) Balance(ctx context.Context, st *Round) (bool, error) {
 	if st.Seed == nil {
 		return false, nil
 	}
-	targets, ready := slotTargets(st)
-	if !ready || len(targets) == 0 {
-		st.Wait("waiting for every shard's primary to join", time.Second)
+	targets, missing := slotTargets(st)
+	if len(missing) > 0 || len(targets) == 0 {
+		why := "waiting for every shard's primary to join"
+		if len(missing) > 0 {
+			why += ": none yet in shard " + strings.Join(missing, ", ")
+		}
+		st.Wait(why, time.Second)
 		return false, nil
 	}
 	owned, orphan, ok := slotOwners(st)

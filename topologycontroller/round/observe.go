@@ -174,7 +174,9 @@ func greater(a, b [3]int) bool {
 
 // FindPrimaries decides each shard's current primary among its reachable members: a
 // primary that owns slots; else the primary its replicas follow; else the restored node or
-// the primary with the lowest replica index (a new, empty shard).
+// the primary with the lowest replica index (a new, empty shard). A shard whose members all
+// follow primaries of other shards (Strays) has none until one of them is detached
+// (membership.Members.DetachStray).
 func (st *State) FindPrimaries() {
 	shards := map[int32][]*Member{}
 	for _, n := range st.Nodes {
@@ -188,7 +190,7 @@ func (st *State) FindPrimaries() {
 			best = st.followedPrimary(shard, ms)
 		}
 		if best == nil {
-			best = emptyShardPrimary(ms)
+			best = st.emptyShardPrimary(ms)
 		}
 		if best != nil {
 			st.Primary[shard] = best
@@ -220,19 +222,34 @@ func (st *State) followedPrimary(shard int32, ms []*Member) *Member {
 
 // emptyShardPrimary is the primary with the lowest replica index of a shard without slots,
 // unless some member still follows a primary that is gone (then Valkey decides, not us).
-func emptyShardPrimary(ms []*Member) *Member {
+// Members that follow a live primary of another shard (Stray) are passed over: Replicate
+// points them at the primary chosen here.
+func (st *State) emptyShardPrimary(ms []*Member) *Member {
 	for _, m := range ms {
-		if !m.Self.Primary() {
+		if !m.Self.Primary() && !st.Stray(m) {
 			return nil
 		}
 	}
 	var best *Member
 	for _, m := range ms {
-		if !m.Deleting() && (best == nil || emptyShardBefore(m, best)) {
+		if m.Self.Primary() && !m.Deleting() && (best == nil || emptyShardBefore(m, best)) {
 			best = m
 		}
 	}
 	return best
+}
+
+// Stray tells whether m is a replica of a reachable primary of another shard. Valkey makes
+// a primary that loses its last slot, and its replicas, replicas of the slot's new owner
+// (cluster-allow-replica-migration): a removed shard's nodes end so, and come back so from
+// their retained claims (nodes.conf) when the shard is added again. Its data is a copy of
+// that primary's, held there.
+func (st *State) Stray(m *Member) bool {
+	if !m.Reachable() || m.Self.Primary() {
+		return false
+	}
+	p := st.ByID[m.Self.PrimaryID]
+	return p != nil && p != m && p.Self.Primary() && p.Node.Spec.Shard != m.Node.Spec.Shard
 }
 
 // emptyShardBefore orders the candidates to be an empty shard's primary: a node restored
