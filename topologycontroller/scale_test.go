@@ -1,14 +1,18 @@
 package topologycontroller_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
+	"valkey.io/operator/internal/status"
 )
 
 // scaledTo fails until the cluster reports Ready at its current generation with shards
@@ -97,6 +101,63 @@ var _ = Describe("Scaling back and forth", func() {
 		Expect(nodeIDs(ns)[valkeyv1.NodeName("c", 2, 0)]).To(Equal(ids[valkeyv1.NodeName("c", 2, 0)]), "shard 2 did not come back on its retained claim")
 		Expect(shardsApart(f, ns, pw)).To(Succeed())
 		Expect(checkHealthy(f, pw, 3, 1)).To(Succeed())
+		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
+	})
+})
+
+var _ = Describe("A removed shard whose slots cannot move", func() {
+
+	It("keeps every copy of the shard, replicas too, while its primary owns slots", func() {
+		ns := newNamespace()
+		f := startFakeWorkload(ns)
+		DeferCleanup(f.stop)
+		u := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": valkeyv1.GroupVersion.String(),
+			"kind":       "ValkeyCluster",
+			"metadata":   map[string]any{"name": "c", "namespace": ns},
+			"spec": map[string]any{"shards": int64(2), "replicas": int64(1),
+				"persistence": map[string]any{"size": "1Gi", "reclaimPolicy": "Delete"}},
+		}}
+		Expect(k8s.Create(context.Background(), u)).To(Succeed())
+		pw := clusterPassword(ns, "c")
+		Eventually(clusterReady(ns, "c"), formTimeout).Should(Succeed())
+		Eventually(func() error { return checkHealthy(f, pw, 2, 1) }, 30*time.Second).Should(Succeed())
+		writeKeys(f, pw, 2000)
+
+		By("shard 1 removed while its primary answers no client (CLIENT PAUSE ALL): its slots cannot move")
+		keep, _ := primaryOf(ns, 0)
+		leave, leaveReplica := primaryOf(ns, 1)
+		Expect(leaveReplica).NotTo(BeEmpty())
+		leaveID := getNode(ns, leave).Status.Topology.NodeID
+		_, err := cmd(f.server(leave).Addr(), pw, "CLIENT", "PAUSE", "20000", "ALL")
+		Expect(err).NotTo(HaveOccurred())
+		setShards(ns, "c", 1)
+
+		By("its replica is not released while its primary owns slots, and the cluster says why")
+		Eventually(func(g Gomega) {
+			c := status.Get(getCluster(ns, "c").Status.Conditions, valkeyv1.ConditionProgressing)
+			g.Expect(c).NotTo(BeNil())
+			g.Expect(c.Message).To(ContainSubstring("shard 1 keeps its nodes until its slots have moved"))
+		}, 10*time.Second).Should(Succeed())
+		Consistently(func(g Gomega) {
+			var n valkeyv1.ValkeyNode
+			g.Expect(k8s.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: leaveReplica}, &n)).To(Succeed(), "%s deleted while its primary %s owns slots", leaveReplica, leave)
+			g.Expect(n.DeletionTimestamp).To(BeNil(), "%s deleted while its primary %s owns slots", leaveReplica, leave)
+			lines, err := clusterNodes(f.server(keep).Addr(), pw)
+			g.Expect(err).NotTo(HaveOccurred())
+			owned := 0
+			for _, l := range lines {
+				if l.id == leaveID {
+					owned = l.slots
+				}
+			}
+			g.Expect(owned).To(BeNumerically(">", 0), "the spec proves nothing once %s owns no slots", leave)
+		}, 12*time.Second, 200*time.Millisecond).Should(Succeed())
+
+		By("the slots move once the primary answers again, then the shard goes")
+		Eventually(func() error { return checkHealthy(f, pw, 1, 1) }, 2*time.Minute).Should(Succeed())
+		Eventually(scaledTo(ns, "c", 1), 30*time.Second).Should(Succeed())
+		Expect(removedNodes(ns, 1)).To(BeEmpty())
 		Expect(readKeys(f, pw, 2000)).To(Equal(2000))
 	})
 })
