@@ -201,6 +201,14 @@ func TestConfigShowsNoPasswordOfTheOperator(t *testing.T) {
 			t.Fatalf("the operator's user %v: %v, want NOPERM (it receives no dataset)", c, err)
 		}
 	}
+	// The server started without nodes.conf: its replication user is off (HoldsReplication)
+	// until the topology controller switches it on.
+	if _, err := strAs(ctx, addr, acl.ReplicationUser, shown[1], "PING"); err == nil || !strings.Contains(err.Error(), "WRONGPASS") {
+		t.Fatalf("the replication user of a server started without nodes.conf: %v, want WRONGPASS (switched off)", err)
+	}
+	if _, err := strAs(ctx, addr, "valkey-operator", opPassword, "ACL", "SETUSER", acl.ReplicationUser, "on"); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range [][]string{{"ACL", "LIST"}, {"CONFIG", "GET", "masterauth"}, {"FLUSHALL"}, {"GET", "k"}} {
 		if _, err := strAs(ctx, addr, acl.ReplicationUser, shown[1], c...); err == nil || !strings.Contains(err.Error(), "NOPERM") {
 			t.Fatalf("the replication user %v: %v, want NOPERM", c, err)
