@@ -15,6 +15,7 @@ import (
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
 	"valkey.io/operator/internal/status"
+	"valkey.io/operator/test/envtest"
 	"valkey.io/operator/workloadcontroller"
 )
 
@@ -152,6 +153,14 @@ var _ = Describe("Volume gate", func() {
 })
 
 var _ = Describe("User config", func() {
+	// What admission refuses now, an older CRD let through: these specs take spec.config's
+	// rules out of the CRDs while they run.
+	BeforeEach(func(ctx context.Context) {
+		restore, err := envtest.WithoutConfigRules(ctx, k8s)
+		Expect(err).NotTo(HaveOccurred())
+		DeferCleanup(func(ctx context.Context) { Expect(restore(ctx)).To(Succeed()) })
+	})
+
 	It("refuses an owned key with InvalidConfig and an event, and creates nothing", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, func(n *valkeyv1.ValkeyNode) {

@@ -211,6 +211,13 @@ type SecretKeyRef struct {
 	Key string `json:"key,omitempty"`
 }
 
+// ConfigValue is an alias of string, so that spec.config is a map[string]string in Go while
+// its values carry a maxLength in the CRD, which bounds the cost of the rules that read them.
+
+// ConfigValue is the value of one key of spec.config: one line of valkey.conf.
+// +kubebuilder:validation:MaxLength=4096
+type ConfigValue = string
+
 // ServerSpec is how a Valkey server runs: the part of a ValkeyCluster's spec that every one
 // of its ValkeyNodes carries, and the spec of a ValkeyNode besides its place in the cluster.
 type ServerSpec struct {
@@ -224,14 +231,20 @@ type ServerSpec struct {
 	Resources corev1.ResourceRequirements `json:"resources,omitempty"`
 
 	// Config holds valkey.conf directives merged into every node's rendered configuration.
-	// Keys the operator owns (dir, port, cluster-*, bind, announce, password settings...)
-	// are refused.
-	// Keys are directive names (compared without case); values are at most 4096 characters.
+	// Keys are directive names (compared without case: two spellings of one key are
+	// refused); values are one line of at most 4096 characters (no tab, newline or other
+	// control character). Keys the operator sets itself or does not support (dir, port,
+	// include, rename-command, cluster-announce-*, the password and TLS settings, save and
+	// appendonly: docs/configuration.md lists them) are refused, and so is a maxclients
+	// below 64.
 	// +optional
 	// +kubebuilder:validation:MaxProperties=200
-	// +kubebuilder:validation:XValidation:rule="self.all(k, size(self[k]) <= 4096)",message="config: a value may have at most 4096 characters"
-	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9][A-Za-z0-9-]*$'))",message="config: a key is a directive name made of letters, digits and dashes"
-	Config map[string]string `json:"config,omitempty"`
+	// +kubebuilder:validation:XValidation:rule="self.all(k, k.matches('^[A-Za-z0-9][A-Za-z0-9-]*$'))",message="config: a key is a directive name made of letters, digits and dashes",messageExpression=`'config: key "' + self.filter(k, !k.matches('^[A-Za-z0-9][A-Za-z0-9-]*$'))[0] + '" is not a directive name: a key is made of letters, digits and dashes'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k.lowerAscii() in ['aclfile', 'appenddirname', 'appendfilename', 'appendfsync', 'appendonly', 'bind', 'bind-source-addr', 'cluster-config-file', 'cluster-enabled', 'cluster-port', 'cluster-preferred-endpoint-type', 'daemonize', 'dbfilename', 'dir', 'enable-debug-command', 'enable-module-command', 'enable-protected-configs', 'include', 'loadmodule', 'logfile', 'masterauth', 'masteruser', 'pidfile', 'port', 'primaryauth', 'primaryuser', 'protected-mode', 'rename-command', 'replicaof', 'requirepass', 'save', 'shutdown-on-sigint', 'shutdown-on-sigterm', 'slaveof', 'tls-auth-clients', 'tls-ca-cert-dir', 'tls-ca-cert-file', 'tls-cert-file', 'tls-client-cert-file', 'tls-client-key-file', 'tls-cluster', 'tls-key-file', 'tls-port', 'tls-replication', 'user'] || ['cluster-announce-', 'replica-announce-', 'slave-announce-', 'unixsocket'].exists(p, k.lowerAscii().startsWith(p))))`,message="config: a key the operator sets itself, or does not support, is refused (docs/configuration.md lists them)",messageExpression=`'config: key "' + self.filter(k, (k.lowerAscii() in ['aclfile', 'appenddirname', 'appendfilename', 'appendfsync', 'appendonly', 'bind', 'bind-source-addr', 'cluster-config-file', 'cluster-enabled', 'cluster-port', 'cluster-preferred-endpoint-type', 'daemonize', 'dbfilename', 'dir', 'enable-debug-command', 'enable-module-command', 'enable-protected-configs', 'include', 'loadmodule', 'logfile', 'masterauth', 'masteruser', 'pidfile', 'port', 'primaryauth', 'primaryuser', 'protected-mode', 'rename-command', 'replicaof', 'requirepass', 'save', 'shutdown-on-sigint', 'shutdown-on-sigterm', 'slaveof', 'tls-auth-clients', 'tls-ca-cert-dir', 'tls-ca-cert-file', 'tls-cert-file', 'tls-client-cert-file', 'tls-client-key-file', 'tls-cluster', 'tls-key-file', 'tls-port', 'tls-replication', 'user'] || ['cluster-announce-', 'replica-announce-', 'slave-announce-', 'unixsocket'].exists(p, k.lowerAscii().startsWith(p))))[0] + '" is set by the operator itself or not supported (docs/configuration.md lists these keys)'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self.exists(j, j != k && size(j) == size(k) && j.lowerAscii() == k.lowerAscii()))`,message="config: two keys name one directive (keys are compared without case): keep one spelling",messageExpression=`'config: key "' + self.filter(k, self.exists(j, j != k && size(j) == size(k) && j.lowerAscii() == k.lowerAscii()))[0] + '" and another spelling of it name one directive (keys are compared without case): keep one spelling'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !self[k].matches('[\\x00-\\x1f\\x7f-\\x9f]'))`,message="config: a value may not contain a tab, newline, carriage return or other control character",messageExpression=`'config: the value of "' + self.filter(k, self[k].matches('[\\x00-\\x1f\\x7f-\\x9f]'))[0] + '" contains a tab, newline, carriage return or other control character: a value is one line of valkey.conf'`
+	// +kubebuilder:validation:XValidation:rule=`self.all(k, !(k.lowerAscii() == 'maxclients' && !(self[k].trim().matches('^[+]?[0-9]{1,18}$') && int(self[k].trim()) >= 64)))`,message="config: maxclients must be a whole number of at least 64",messageExpression=`'config: key "' + self.filter(k, k.lowerAscii() == 'maxclients' && !(self[k].trim().matches('^[+]?[0-9]{1,18}$') && int(self[k].trim()) >= 64))[0] + '" must be a whole number of at least 64: the operator, the probes and replication need connections of their own'`
+	Config map[string]ConfigValue `json:"config,omitempty"`
 
 	// WorkloadType runs nodes as StatefulSets (default) or Deployments.
 	// +optional

@@ -42,10 +42,40 @@ func fromYAML(doc, ns string) *unstructured.Unstructured {
 	return u
 }
 
-// expectRejected asserts the API server refuses err with a message naming the field.
-func expectRejected(err error, message string) {
+// expectRejected asserts the API server refuses err with a message holding each of
+// messages (the field, the key...).
+func expectRejected(err error, messages ...string) {
 	ExpectWithOffset(1, err).To(HaveOccurred(), "expected the API server to refuse the change")
-	ExpectWithOffset(1, err.Error()).To(ContainSubstring(message))
+	for _, m := range messages {
+		ExpectWithOffset(1, err.Error()).To(ContainSubstring(m))
+	}
+}
+
+// badConfigs are spec.configs the workload controller cannot render (internal/valkeyconf),
+// each with what the refusal must say besides the field: the key, and why.
+var badConfigs = []struct {
+	config  map[string]string
+	message string
+}{
+	{map[string]string{"dir": "/tmp"}, `key "dir" is set by the operator itself`},
+	{map[string]string{"include": "/etc/passwd"}, `key "include" is set by the operator itself`},
+	{map[string]string{"Rename-Command": "FLUSHALL x"}, `key "Rename-Command" is set by the operator itself`},
+	{map[string]string{"SAVE": ""}, `key "SAVE" is set by the operator itself`},
+	{map[string]string{"cluster-announce-ip": "10.0.0.1"}, `key "cluster-announce-ip" is set by the operator itself`},
+	{map[string]string{"unixsocket": "/tmp/s"}, `key "unixsocket" is set by the operator itself`},
+	{map[string]string{"maxmemory": "1gb", "Maxmemory": "2gb"}, `and another spelling of it name one directive`},
+	{map[string]string{"maxmemory-policy": "allkeys-lru\tx"}, `the value of "maxmemory-policy" contains a tab, newline, carriage return`},
+	{map[string]string{"maxmemory-policy": "allkeys-lru\ndir /tmp"}, `the value of "maxmemory-policy" contains a tab, newline, carriage return`},
+	{map[string]string{"notify-keyspace-events": "Ex\r"}, `the value of "notify-keyspace-events" contains a tab, newline, carriage return`},
+	{map[string]string{"maxclients": "10"}, `key "maxclients" must be a whole number of at least 64`},
+	{map[string]string{"MaxClients": "lots"}, `key "MaxClients" must be a whole number of at least 64`},
+	{map[string]string{"maxmemory-policy": strings.Repeat("x", 4097)}, "spec.config.maxmemory-policy: Too long"},
+}
+
+// goodConfig is a spec.config the workload controller renders.
+var goodConfig = map[string]string{
+	"maxmemory": "1gb", "MaxMemory-Policy": "allkeys-lru", "maxclients": " 10000 ", "notify-keyspace-events": "Ex",
+	"hash-max-listpack-entries": "512", "cluster-node-timeout": "5000", "repl-backlog-size": "64mb", "lua-time-limit": "5000",
 }
 
 func persistentCluster(ns string) *valkeyv1.ValkeyCluster {
@@ -288,13 +318,35 @@ var _ = Describe("ValkeyCluster admission", func() {
 	It("refuses config values too long for a config file and keys that are not directive names", func() {
 		c := persistentCluster(ns)
 		c.Spec.Config = map[string]string{"maxmemory-policy": strings.Repeat("x", 4097)}
-		expectRejected(k8s.Create(ctx, c), "config: a value may have at most 4096 characters")
+		expectRejected(k8s.Create(ctx, c), "spec.config.maxmemory-policy: Too long")
 		for _, key := range []string{"max memory", "maxmemory\nbind", "-x", "a_b"} {
 			c.Spec.Config = map[string]string{key: "1"}
-			expectRejected(k8s.Create(ctx, c), "config: a key is a directive name")
+			expectRejected(k8s.Create(ctx, c), "spec.config", "made of letters, digits and dashes")
 		}
 		c.Spec.Config = map[string]string{"maxmemory": "1gb", "MaxMemory-Policy": "allkeys-lru"}
 		Expect(k8s.Create(ctx, c)).To(Succeed())
+	})
+
+	It("refuses every spec.config the workload controller would refuse, naming the field and the key, on create and on update", func() {
+		running := persistentCluster(ns)
+		running.Spec.Config = map[string]string{"maxmemory": "1gb"}
+		Expect(k8s.Create(ctx, running)).To(Succeed())
+		for _, tc := range badConfigs {
+			c := persistentCluster(ns)
+			c.Spec.Config = tc.config
+			expectRejected(k8s.Create(ctx, c), "spec.config", tc.message)
+			update := running.DeepCopy()
+			update.Spec.Config = tc.config
+			expectRejected(k8s.Update(ctx, update), "spec.config", tc.message)
+		}
+	})
+
+	It("admits the configs the workload controller renders, on create and on update", func() {
+		c := persistentCluster(ns)
+		c.Spec.Config = goodConfig
+		Expect(k8s.Create(ctx, c)).To(Succeed())
+		c.Spec.Config = map[string]string{"maxclients": "64", "cluster-announce": "x", "replica-announced": "yes", "appendonly-x": "1"}
+		Expect(k8s.Update(ctx, c)).To(Succeed(), "names beside the owned ones are not owned (the server refuses those it does not know)")
 	})
 
 	It("accepts adding persistence to a running cluster", func() {
@@ -350,6 +402,17 @@ var _ = Describe("ValkeyNode admission", func() {
 		Expect(k8s.Create(ctx, n)).To(Succeed())
 		n.Spec.Persistence.StorageClassName = ptr.To("standard")
 		Expect(k8s.Update(ctx, n)).To(Succeed())
+	})
+
+	It("refuses every spec.config the workload controller would refuse, naming the field and the key, and admits a good one", func() {
+		for _, tc := range badConfigs {
+			n := node("n-" + rand.String(5))
+			n.Spec.Config = tc.config
+			expectRejected(k8s.Create(ctx, n), "spec.config", tc.message)
+		}
+		n := node("n-" + rand.String(5))
+		n.Spec.Config = goodConfig
+		Expect(k8s.Create(ctx, n)).To(Succeed())
 	})
 
 	for _, tc := range []struct {

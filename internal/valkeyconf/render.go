@@ -7,6 +7,7 @@ package valkeyconf
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
 	"sort"
 	"strconv"
@@ -94,7 +95,9 @@ func (e *ConfigError) Error() string {
 }
 
 // ownedKeys are directives the operator sets (or forbids) itself; spec.config may not name
-// them. The value says why.
+// them. The value says why. Admission refuses the same keys (the rules of spec.config in
+// apis/v1alpha1): a spec of apis/v1alpha1 (configrules_test.go) checks, with dry-run
+// creates on envtest's API server, that its rules and Render refuse the same configs.
 var ownedKeys = map[string]string{
 	"dir":                             "the data directory is owned by the operator (/data)",
 	"dbfilename":                      "the RDB file name is owned by the operator",
@@ -164,9 +167,26 @@ func Owned(key string) string {
 	return ""
 }
 
+// OwnedKeys are the keys spec.config may not name (lower-case), each with why.
+func OwnedKeys() map[string]string { return maps.Clone(ownedKeys) }
+
+// OwnedPrefixes are the families of keys spec.config may not name, each with why.
+func OwnedPrefixes() map[string]string { return maps.Clone(ownedPrefixes) }
+
+// CheckConfig refuses what Render refuses of spec.config (a *ConfigError naming the key),
+// nil when it can be rendered.
+func CheckConfig(config map[string]string) error {
+	_, err := userDirectives(config)
+	return err
+}
+
 var (
-	keyPattern       = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	// keyPattern is a directive name, in ASCII (admission's rule is the same): a key that
+	// only lower-cases into one, such as one with the Kelvin sign for K, is refused.
+	keyPattern       = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9-]*$`)
 	savePointPattern = regexp.MustCompile(`^[0-9]+ [0-9]+$`)
+	// clientsPattern is a maxclients admission can compare (an int64 in CEL).
+	clientsPattern = regexp.MustCompile(`^\+?[0-9]{1,18}$`)
 )
 
 // Directive is one valkey.conf line: a lower-case key and its arguments.
@@ -240,7 +260,7 @@ func userDirectives(config map[string]string) ([]Directive, error) {
 		switch {
 		case k == "":
 			return nil, &ConfigError{Key: k, Reason: "empty key"}
-		case !keyPattern.MatchString(norm):
+		case !keyPattern.MatchString(k):
 			return nil, &ConfigError{Key: k, Reason: "a key is a directive name made of letters, digits and dashes"}
 		case seen[norm] != "":
 			return nil, &ConfigError{Key: k, Reason: fmt.Sprintf("same directive as %q (keys are case-insensitive)", seen[norm])}
@@ -260,9 +280,9 @@ func userDirectives(config map[string]string) ([]Directive, error) {
 	return out, nil
 }
 
-// minClients is the least maxclients the operator accepts: the operator, valkey-start, the
+// MinClients is the least maxclients the operator accepts: the operator, valkey-start, the
 // probes and the replication links each hold connections, and the cluster bus counts too.
-const minClients = 64
+const MinClients = 64
 
 // maxValue bounds a value's length (admission refuses longer ones too).
 const maxValue = 4096
@@ -272,17 +292,18 @@ func lockout(key, v string) string {
 	if key != "maxclients" {
 		return ""
 	}
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil || n < minClients {
-		return fmt.Sprintf("maxclients %q is below %d: the operator, the probes and replication need connections of their own", v, minClients)
+	v = strings.TrimSpace(v)
+	n, err := strconv.Atoi(v)
+	if !clientsPattern.MatchString(v) || err != nil || n < MinClients {
+		return fmt.Sprintf("maxclients %q is not a whole number of at least %d: the operator, the probes and replication need connections of their own", v, MinClients)
 	}
 	return ""
 }
 
 // unsafeValue says why a value cannot be rendered, "" when it can.
 func unsafeValue(v string) string {
-	if len(v) > maxValue {
-		return fmt.Sprintf("has %d characters, more than %d", len(v), maxValue)
+	if n := utf8.RuneCountInString(v); n > maxValue {
+		return fmt.Sprintf("has %d characters, more than %d", n, maxValue)
 	}
 	if !utf8.ValidString(v) {
 		return "is not valid UTF-8"

@@ -174,12 +174,20 @@ func TestRenderRefuses(t *testing.T) {
 		{"MaxClients", "63", "MaxClients"},
 		{"maxclients", "many", "maxclients"},
 		{"maxmemory-policy", strings.Repeat("x", 4097), "maxmemory-policy"},
+		// What admission refuses too (apis/v1alpha1, spec.config's rules): a key that only
+		// lower-cases into a directive name (the Kelvin sign), a maxclients admission cannot
+		// read as a number.
+		{"tcp-\u212aeepalive", "300", "tcp-\u212aeepalive"},
+		{"maxclients", "000000000000000000064", "maxclients"},
 	} {
 		_, err := Render(Params{DataDir: "/data", Config: map[string]string{tc.key: tc.value}})
 		var ce *ConfigError
 		if !errors.As(err, &ce) || ce.Key != tc.wantKey {
 			t.Errorf("config {%q: %q}: err %v, want a ConfigError naming %q", tc.key, tc.value, err, tc.wantKey)
 		}
+	}
+	if _, err := Render(Params{DataDir: "/data", Config: map[string]string{"maxmemory-policy": strings.Repeat("é", 4096), "maxclients": " +64 "}}); err != nil {
+		t.Errorf("4096 characters of two bytes each, maxclients +64: %v (a value's length is in characters, as admission counts it)", err)
 	}
 	_, err := Render(Params{DataDir: "/data", Config: map[string]string{"maxmemory": "1", "MAXMEMORY": "2"}})
 	if err == nil || !strings.Contains(err.Error(), "case-insensitive") {
