@@ -203,7 +203,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 	want, err := desiredFor(node, cur, r.Options)
 	if err != nil {
 		if ce := asConfigError(err); ce != nil {
-			return r.invalidConfig(node, cur, ce), nil
+			return r.invalidConfig(ctx, node, cur, ce)
 		}
 		return result{workload: observedWorkload(cur)}, err
 	}
@@ -248,7 +248,7 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 		res.after = foreignRecheck
 	}
 	if apierrors.IsInvalid(err) {
-		return r.refusedWorkload(node, cur, err), nil
+		return r.refusedWorkload(ctx, node, cur, err)
 	}
 	res.workload = observedWorkload(cur)
 	res.workload.DesiredTemplateHash = want.hash
@@ -258,10 +258,10 @@ func (r *Reconciler) reconcileNormal(ctx context.Context, node *valkeyv1.ValkeyN
 // refusedWorkload reports a workload the API server refused as invalid (a field of the pod
 // spec no admission rule of ours catches, such as a request above its limit): retrying
 // cannot help until the spec changes, whose event brings the next reconcile.
-func (r *Reconciler) refusedWorkload(node *valkeyv1.ValkeyNode, cur *current, err error) result {
+func (r *Reconciler) refusedWorkload(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, err error) (result, error) {
 	msg := "the API server refused the workload: " + truncate(err.Error(), maxFailureMessage) +
 		"; correct that field of the ValkeyNode's spec (a cluster's node takes it from the ValkeyCluster)"
-	return r.refused(node, cur, valkeyv1.ReasonWorkloadRefused, "Apply", msg, "no roll while the API server refuses the workload")
+	return r.refused(ctx, node, cur, valkeyv1.ReasonWorkloadRefused, "Apply", msg)
 }
 
 // create makes the node's ConfigMap and workload once its volume is ready. It returns
@@ -294,23 +294,32 @@ func (r *Reconciler) create(ctx context.Context, node *valkeyv1.ValkeyNode, cur 
 }
 
 // invalidConfig reports a refused config and leaves everything that runs untouched.
-func (r *Reconciler) invalidConfig(node *valkeyv1.ValkeyNode, cur *current, ce *ConfigError) result {
-	return r.refused(node, cur, valkeyv1.ReasonInvalidConfig, "Validate", ce.Error(), "no roll while spec.config is refused")
+func (r *Reconciler) invalidConfig(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, ce *ConfigError) (result, error) {
+	return r.refused(ctx, node, cur, valkeyv1.ReasonInvalidConfig, "Validate", ce.Error())
 }
 
-// refused reports a spec the node cannot run as it is (WorkloadReady and RollPending False
-// with reason, which is also the Warning event's, sent when the condition changes) and
-// leaves the running workload as it is.
-func (r *Reconciler) refused(node *valkeyv1.ValkeyNode, cur *current, reason, action, msg, rollMsg string) result {
+// refused reports a spec the node cannot run as it is and leaves the running workload as it
+// is: RollPending=False with the reason and why (nothing rolls), which is also the Warning
+// event's, sent when RollPending changes. WorkloadReady says what runs: the pod of the
+// running workload, which still serves with the spec it was made from (the topology
+// controller goes on talking to it); without a workload, False with the reason.
+func (r *Reconciler) refused(ctx context.Context, node *valkeyv1.ValkeyNode, cur *current, reason, action, msg string) (result, error) {
 	res := result{workload: observedWorkload(cur)}
-	if cur.workload() != nil {
+	running := cur.workload() != nil
+	if running {
 		msg += "; the running workload is left unchanged"
 	}
-	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionWorkloadReady); old == nil ||
-		old.Reason != reason || old.Message != msg || old.ObservedGeneration != node.Generation {
+	rollMsg := msg + "; nothing rolls until the spec is corrected"
+	if old := status.Get(node.Status.Conditions, valkeyv1.ConditionRollPending); old == nil ||
+		old.Reason != reason || old.Message != rollMsg || old.ObservedGeneration != node.Generation {
 		r.Recorder.Eventf(node, nil, corev1.EventTypeWarning, reason, action, "%s", msg)
 	}
-	res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, reason, msg)
 	res.roll = status.Condition(valkeyv1.ConditionRollPending, false, reason, rollMsg)
-	return res
+	if !running {
+		res.ready = status.Condition(valkeyv1.ConditionWorkloadReady, false, reason, msg)
+		return res, nil
+	}
+	var err error
+	res.ready, err = r.explain(ctx, node, cur, podReadiness(cur.pod, cur.appliedHash()))
+	return res, err
 }

@@ -168,6 +168,7 @@ var _ = Describe("User config", func() {
 		})
 		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/InvalidConfig"))
 		Expect(message(ctx, n, valkeyv1.ConditionWorkloadReady)).To(ContainSubstring(`"DIR"`))
+		Expect(condition(ctx, n, valkeyv1.ConditionRollPending)()).To(Equal("False/InvalidConfig"))
 		Eventually(eventReasons(ctx, n)).Should(ContainElement(And(HavePrefix("Warning/InvalidConfig"), ContainSubstring(`"DIR"`))))
 		Expect(statefulSet(ctx, n)()).To(BeNil())
 		Expect(configMap(ctx, n)()).To(BeEmpty())
@@ -198,7 +199,7 @@ var _ = Describe("User config", func() {
 		waitStatefulSet(ctx, n)
 	})
 
-	It("refuses a newline injection on a running node and leaves its workload and pod unchanged", func(ctx context.Context) {
+	It("refuses a newline injection on a running node, says why on RollPending, and leaves its workload and pod serving as they were", func(ctx context.Context) {
 		ns := newNamespace(ctx)
 		n := createNode(ctx, ns, nil)
 		pod := runningReady(ctx, n, "10.0.0.7")
@@ -209,8 +210,13 @@ var _ = Describe("User config", func() {
 			n.Spec.Image = "valkey/valkey:9.0"
 			n.Spec.Config = map[string]string{"maxmemory": "1mb\ndir /tmp"}
 		})
-		Eventually(condition(ctx, n, valkeyv1.ConditionWorkloadReady)).Should(Equal("False/InvalidConfig"))
-		Expect(message(ctx, n, valkeyv1.ConditionWorkloadReady)).To(And(ContainSubstring(`"maxmemory"`), ContainSubstring("U+000A")))
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/InvalidConfig"))
+		By("its pod still serves with the config it has: WorkloadReady stays True, so the topology controller goes on talking to it")
+		Consistently(condition(ctx, n, valkeyv1.ConditionWorkloadReady), "2s").Should(Equal("True/Ready"))
+		Expect(status.Get(getNode(ctx, n).Status.Conditions, valkeyv1.ConditionWorkloadReady).ObservedGeneration).To(Equal(getNode(ctx, n).Generation))
+		By("RollPending and a Warning event say why")
+		Expect(message(ctx, n, valkeyv1.ConditionRollPending)).To(And(ContainSubstring(`"maxmemory"`), ContainSubstring("U+000A"),
+			ContainSubstring("the running workload is left unchanged")))
 		Eventually(eventReasons(ctx, n)).Should(ContainElement(And(HavePrefix("Warning/InvalidConfig"), ContainSubstring(`"maxmemory"`))))
 
 		after := statefulSet(ctx, n)()
@@ -220,6 +226,28 @@ var _ = Describe("User config", func() {
 		Expect(configMap(ctx, n)()).NotTo(ContainSubstring("/tmp"))
 		Expect(k8s.Get(ctx, client.ObjectKeyFromObject(pod), &corev1.Pod{})).To(Succeed())
 		Expect(workloadStatus(ctx, n)().PodIP).To(Equal("10.0.0.7"))
+
+		By("once corrected, the change is applied as any other")
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) { n.Spec.Config = map[string]string{"maxmemory": "1mb"} })
+		Eventually(func() string { return statefulSet(ctx, n)().Spec.Template.Spec.Containers[0].Image }).Should(Equal("valkey/valkey:9.0"))
+		Expect(configMap(ctx, n)()).To(ContainSubstring(`maxmemory "1mb"`))
+	})
+
+	It("reports a workload the API server refuses on a running node on RollPending, and its pod as it serves", func(ctx context.Context) {
+		ns := newNamespace(ctx)
+		n := createNode(ctx, ns, nil)
+		runningReady(ctx, n, "10.0.0.9")
+		before := statefulSet(ctx, n)()
+		updateNode(ctx, n, func(n *valkeyv1.ValkeyNode) {
+			n.Spec.Resources = corev1.ResourceRequirements{
+				Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("2Gi")},
+				Limits:   corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")},
+			}
+		})
+		Eventually(condition(ctx, n, valkeyv1.ConditionRollPending)).Should(Equal("False/WorkloadRefused"))
+		Consistently(condition(ctx, n, valkeyv1.ConditionWorkloadReady), "2s").Should(Equal("True/Ready"))
+		Expect(message(ctx, n, valkeyv1.ConditionRollPending)).To(ContainSubstring("resources.requests"))
+		Expect(statefulSet(ctx, n)().ResourceVersion).To(Equal(before.ResourceVersion))
 	})
 })
 

@@ -100,10 +100,14 @@ const (
 	ReasonWaitingForVolume = "WaitingForVolume"
 	ReasonPodPending       = "PodPending"
 	ReasonPodNotReady      = "PodNotReady"
-	ReasonInvalidConfig    = "InvalidConfig"
-	ReasonTemplateChanged  = "TemplateChanged"
-	ReasonRolling          = "Rolling"
-	ReasonUpToDate         = "UpToDate"
+	// ReasonInvalidConfig: spec.config is refused (internal/valkeyconf; admission refuses
+	// it too, but a CRD that predates its rules may have let it through). RollPending=False
+	// (WorkloadReady=False too while no workload exists): nothing rolls, a running workload
+	// is left unchanged and WorkloadReady follows its pod.
+	ReasonInvalidConfig   = "InvalidConfig"
+	ReasonTemplateChanged = "TemplateChanged"
+	ReasonRolling         = "Rolling"
+	ReasonUpToDate        = "UpToDate"
 	// ReasonTerminating: the node is being deleted; its workload is (or is about to be) removed.
 	ReasonTerminating = "Terminating"
 	// ReasonReplacing (RollPending=False): the node's StatefulSet, made by an earlier release
@@ -118,9 +122,10 @@ const (
 	// Unknown; the message names it, says since when, and, when the node's claim is a local
 	// volume of that node, what to do if it never returns.
 	ReasonNodeNotReady = "NodeNotReady"
-	// ReasonWorkloadRefused (WorkloadReady=False): the API server refused the node's
-	// StatefulSet or Deployment as invalid (for example a resource request above its limit);
-	// the message has its error, naming the field. A running workload is left unchanged.
+	// ReasonWorkloadRefused (RollPending=False; WorkloadReady=False while no workload
+	// exists): the API server refused the node's StatefulSet or Deployment as invalid (for
+	// example a resource request above its limit); the message has its error, naming the
+	// field. A running workload is left unchanged, and WorkloadReady follows its pod.
 	ReasonWorkloadRefused = "WorkloadRefused"
 )
 
