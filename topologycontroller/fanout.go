@@ -33,7 +33,7 @@ const fanOutParallelism = 8
 
 // fanOut creates the missing ValkeyNodes of vc and brings the spec of the existing ones up
 // to date (spec.restore: see backup.RestorePlan.NodeRestore), holding their image and config while
-// versionHold refuses the cluster's. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
+// specHeld refuses the cluster's. It returns every ValkeyNode of the cluster (wanted or not, deleting or not).
 // Nodes that are no longer wanted are removed by the scale-in phase (membership.Members.ScaleIn) once drained. A node is the
 // cluster's when its controller ownerReference has the cluster's UID: a node of the same
 // name left by a deleted cluster of the same name is not, and its replacement is created
@@ -56,16 +56,16 @@ func (r *Reconciler) fanOut(ctx context.Context, vc *valkeyv1.ValkeyCluster, ref
 	}
 	var create []*valkeyv1.ValkeyNode
 	var update []specUpdate
-	held, _ := versionHold(vc, nodes)
+	held := specHeld(vc, nodes)
 	heldImage, heldConfig, canHold := heldSpec(nodes)
 	for shard := int32(0); shard < vc.Spec.Shards; shard++ {
 		for replica := int32(0); replica <= vc.Spec.Replicas; replica++ {
 			name := valkeyv1.NodeName(vc.Name, shard, replica)
 			spec := desiredNodeSpec(vc, shard, replica, ref)
-			if held != "" && !canHold {
-				continue // no node is made with an image or config refused (VersionRefused)
+			if held && !canHold {
+				continue // no node is made with an image or config refused (VersionRefused, ConfigApplied)
 			}
-			if held != "" {
+			if held {
 				spec.Image, spec.Config = heldImage, maps.Clone(heldConfig)
 			}
 			n, ok := existing[name]

@@ -88,6 +88,15 @@ func (r *Reconciler) applyLiveConfig(ctx context.Context, st *clusterState) {
 	for _, n := range st.Nodes {
 		rec, had := prev[n.Name]
 		m := st.Members[n.Name]
+		if err := refusedConfig(n.Spec.Config); err != nil {
+			// A config the workload refuses (one an older operator handed to the node) is not
+			// applied live either: the server runs what it had.
+			if had {
+				next[n.Name] = rec
+			}
+			st.config[n.Name] = invalidNodeConfig(err)
+			continue
+		}
 		if !m.Reachable() {
 			if had {
 				next[n.Name] = rec
@@ -181,6 +190,13 @@ func nodeConfigCondition(n *valkeyv1.ValkeyNode, rec liveRecord) *metav1.Conditi
 	return &c
 }
 
+// invalidNodeConfig is the ConfigApplied of a node whose spec.config is refused.
+func invalidNodeConfig(err error) *metav1.Condition {
+	c := status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonInvalidConfig, fmt.Sprintf(
+		"spec.config is refused (%v): none of its keys is set on the server, which runs as it was, and its pod does not roll; correct spec.config", err))
+	return &c
+}
+
 // unreachableConfig keeps a node's ConfigApplied while its server does not answer: as it
 // was when it still holds for the node's generation, Unknown otherwise.
 func unreachableConfig(n *valkeyv1.ValkeyNode) *metav1.Condition {
@@ -205,6 +221,8 @@ func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
 	}
 	var c metav1.Condition
 	switch {
+	case refusedConfig(st.Cluster.Spec.Config) != nil:
+		c = r.invalidClusterConfig(st)
 	case len(out.refused) > 0:
 		msg := fmt.Sprintf("servers refused spec.config's live keys (%s), and run as they were: %s; correct spec.config",
 			named, refusedBy(out.refused))
@@ -224,6 +242,19 @@ func (r *Reconciler) reportLiveConfig(st *clusterState, out liveOutcome) {
 		c = status.Condition(valkeyv1.ConditionConfigApplied, true, valkeyv1.ReasonAppliedLive, msg)
 	}
 	st.configApplied = &c
+}
+
+// invalidClusterConfig is the cluster's ConfigApplied while its spec.config is one the
+// workload controller would refuse (admission refuses it; an older CRD let it through), with
+// a Warning event when the refusal is new: the config is held from the nodes (specHeld), and
+// the servers run what they had.
+func (r *Reconciler) invalidClusterConfig(st *clusterState) metav1.Condition {
+	msg := fmt.Sprintf("spec.config is refused (%v): nothing of it is applied: the nodes keep the config they have, "+
+		"their servers run it, and no pod rolls; correct spec.config", refusedConfig(st.Cluster.Spec.Config))
+	if cur := status.Get(st.Cluster.Status.Conditions, valkeyv1.ConditionConfigApplied); cur == nil || cur.Message != msg {
+		r.Recorder.Eventf(st.Cluster, nil, corev1.EventTypeWarning, valkeyv1.EventInvalidConfig, "CheckConfig", "%s", truncate(msg, 1000))
+	}
+	return status.Condition(valkeyv1.ConditionConfigApplied, false, valkeyv1.ReasonInvalidConfig, msg)
 }
 
 // refusedBy lists each error the servers gave once, with the nodes that gave it.

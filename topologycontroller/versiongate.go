@@ -44,6 +44,21 @@ func versionHold(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) (reas
 	return "", ""
 }
 
+// specHeld tells whether vc's image and config are held from its nodes: the version gate
+// refuses them (versionHold), or spec.config is one the workload controller would refuse
+// (refusedConfig), which an older CRD let through. Its nodes keep what they run, and the
+// topology controller keeps managing them.
+func specHeld(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) bool {
+	if reason, _ := versionHold(vc, nodes); reason != "" {
+		return true
+	}
+	return refusedConfig(vc.Spec.Config) != nil && changing(vc, nodes)
+}
+
+// refusedConfig is why the workload controller would refuse config (valkeyconf.CheckConfig),
+// nil when it would not.
+func refusedConfig(config map[string]string) error { return valkeyconf.CheckConfig(config) }
+
 // changing tells whether some node of vc has another image or config than vc's spec.
 func changing(vc *valkeyv1.ValkeyCluster, nodes []*valkeyv1.ValkeyNode) bool {
 	for _, n := range nodes {

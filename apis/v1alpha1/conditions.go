@@ -103,7 +103,8 @@ const (
 	// ReasonInvalidConfig: spec.config is refused (internal/valkeyconf; admission refuses
 	// it too, but a CRD that predates its rules may have let it through). RollPending=False
 	// (WorkloadReady=False too while no workload exists): nothing rolls, a running workload
-	// is left unchanged and WorkloadReady follows its pod.
+	// is left unchanged and WorkloadReady follows its pod. ConfigApplied=False (topology):
+	// nothing of it is set live.
 	ReasonInvalidConfig   = "InvalidConfig"
 	ReasonTemplateChanged = "TemplateChanged"
 	ReasonRolling         = "Rolling"
@@ -144,9 +145,11 @@ const (
 	// ConditionConfigApplied (node and cluster) is True when the servers run the live keys
 	// of spec.config (valkeyconf.LiveKeys) as the spec gives them, set with CONFIG SET
 	// without a restart (reason AppliedLive); False (ConfigRefused) when a server refused
-	// them, with its error: it runs as it was, all or nothing. The workload controller
-	// writes new live values to the node's ConfigMap only once this is True at the node's
-	// generation.
+	// them, with its error: it runs as it was, all or nothing; False (InvalidConfig) when
+	// spec.config is one the workload controller refuses (an older CRD let it through):
+	// nothing of it is applied, and on a cluster it is held from the nodes. The workload
+	// controller writes new live values to the node's ConfigMap only once this is True at
+	// the node's generation.
 	ConditionConfigApplied = "ConfigApplied"
 	ReasonAppliedLive      = "AppliedLive"
 	ReasonConfigRefused    = "ConfigRefused"

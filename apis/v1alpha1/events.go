@@ -104,8 +104,9 @@ const (
 	// EventWorkloadRefused (Warning): the API server refused the node's workload as invalid;
 	// the note has its error.
 	EventWorkloadRefused = "WorkloadRefused"
-	// EventInvalidConfig (Warning): spec.config was refused; the running workload is left
-	// unchanged.
+	// EventInvalidConfig (Warning): spec.config was refused. On a ValkeyNode (workload
+	// controller): the running workload is left unchanged. On a ValkeyCluster (topology
+	// controller): the config is held from the nodes (ConfigApplied=False, InvalidConfig).
 	EventInvalidConfig = "InvalidConfig"
 	// EventFailedCreate (Warning): the workload cannot create the node's pod; the message is
 	// the workload's own reason (WorkloadReady reason FailedCreate).
