@@ -85,18 +85,18 @@ var _ = Describe("TLS on every link (servers built with TLS)", Ordered, func() {
 		putSecret(ns, "cert", ca.secretData("other.example"))
 		tlsCondition(ns, "t", false, valkeyv1.ReasonCertificateNamesNotCovered)
 		vc := getCluster(ns, "t")
-		vc.Spec.Image = "valkey/valkey:changed"
+		vc.Spec.Image = "valkey/valkey:9.1.3-changed"
 		Expect(k8s.Update(context.Background(), vc)).To(Succeed())
 		tlsCondition(ns, "t", false, valkeyv1.ReasonCertificateNamesNotCovered) // observed at the new generation
 		for _, n := range listNodes(ns) {
-			Expect(n.Spec.Image).NotTo(Equal("valkey/valkey:changed"), "node %s changed", n.Name)
+			Expect(n.Spec.Image).NotTo(Equal("valkey/valkey:9.1.3-changed"), "node %s changed", n.Name)
 		}
 		Expect(servingEverywhere(f, ca.pem, current)).To(Succeed(), "the refused certificate is not loaded")
 
 		served := ca.secretData(clusterNames(ns, "t")...)
 		putSecret(ns, "cert", served)
 		Eventually(func() error { return servingEverywhere(f, ca.pem, parseCert(served["tls.crt"])) }, 30*time.Second, 200*time.Millisecond).Should(Succeed())
-		Eventually(func() string { return getNode(ns, "t-0-0").Spec.Image }, 30*time.Second).Should(Equal("valkey/valkey:changed"))
+		Eventually(func() string { return getNode(ns, "t-0-0").Spec.Image }, 30*time.Second).Should(Equal("valkey/valkey:9.1.3-changed"))
 	})
 })
 

@@ -221,7 +221,11 @@ type ConfigValue = string
 // ServerSpec is how a Valkey server runs: the part of a ValkeyCluster's spec that every one
 // of its ValkeyNodes carries, and the spec of a ValkeyNode besides its place in the cluster.
 type ServerSpec struct {
-	// Image of the Valkey server.
+	// Image of the Valkey server. Its tag names the version at its start
+	// (valkey/valkey:9.1.2; a digest may follow to pin it): on a running cluster, an image of
+	// an older major than the servers run, or whose version cannot be read (no tag, a digest
+	// alone, latest), is held from the nodes until the cluster is annotated
+	// valkey.io/allow-downgrade=true.
 	// +optional
 	// +kubebuilder:default="valkey/valkey:9.1.2"
 	Image string `json:"image,omitempty"`

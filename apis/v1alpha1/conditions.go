@@ -162,12 +162,19 @@ const (
 	ReasonNodePaused    = "NodePaused"
 	// ConditionVersionRefused (cluster) is True while a change of spec.image or spec.config
 	// is held from the nodes (nothing rolls) because the version spec.image's tag names
-	// cannot run it: DowngradeRefused (an older major than a server runs: its data could not
-	// be loaded; valkey.io/allow-downgrade "true" lets it through) or UnknownDirective
-	// (spec.config names a directive that version does not know). Absent otherwise.
+	// cannot run it: DowngradeRefused (an older major than a server runs, a major alone
+	// named will do: its data could not be loaded; valkey.io/allow-downgrade "true" lets it
+	// through), VersionUnknown (the image names no version, so it may be such a downgrade;
+	// the same annotation lets it through) or UnknownDirective (spec.config names a
+	// directive that version does not know). Absent otherwise.
 	ConditionVersionRefused = "VersionRefused"
 	ReasonDowngradeRefused  = "DowngradeRefused"
 	ReasonUnknownDirective  = "UnknownDirective"
+	// ReasonVersionUnknown (VersionRefused=True): spec.image changes to an image whose
+	// version cannot be read (no tag, a digest alone, a tag such as latest) while the
+	// servers report theirs: it may be an older major, whose servers could not load their
+	// data. valkey.io/allow-downgrade "true" lets it through.
+	ReasonVersionUnknown = "VersionUnknown"
 	// ReasonServerUnreachable (ConfigApplied=Unknown): the node's server does not answer;
 	// its live keys are set once it does.
 	ReasonServerUnreachable = "ServerUnreachable"

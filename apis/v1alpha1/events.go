@@ -169,8 +169,10 @@ const (
 	// paused with valkey.io/paused, or the pause was lifted.
 	EventPaused  = "Paused"
 	EventResumed = "Resumed"
-	// EventDowngradeRefused / EventUnknownDirective (ValkeyCluster, Warning): a change of
-	// spec.image or spec.config is held from the nodes (VersionRefused, same reason).
+	// EventDowngradeRefused / EventVersionUnknown / EventUnknownDirective (ValkeyCluster,
+	// Warning): a change of spec.image or spec.config is held from the nodes
+	// (VersionRefused, same reason).
 	EventDowngradeRefused = ReasonDowngradeRefused
+	EventVersionUnknown   = ReasonVersionUnknown
 	EventUnknownDirective = ReasonUnknownDirective
 )

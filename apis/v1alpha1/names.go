@@ -48,8 +48,9 @@ const (
 	// Removing it resumes from what is there.
 	AnnotationPaused = "valkey.io/paused"
 	// AnnotationAllowDowngrade "true" on a ValkeyCluster lets a spec.image of an older
-	// major than its servers run roll (see ConditionVersionRefused): the rolled nodes cannot
-	// load the data the newer servers wrote.
+	// major than its servers run roll, and one whose version cannot be read (see
+	// ConditionVersionRefused): the rolled nodes of an older major cannot load the data the
+	// newer servers wrote.
 	AnnotationAllowDowngrade = "valkey.io/allow-downgrade"
 )
 

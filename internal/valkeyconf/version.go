@@ -9,19 +9,25 @@ import (
 	"strings"
 )
 
-// Version is a Valkey server version (Patch -1 when not given).
+// Version is a Valkey server version (Patch -1 when not given; Minor and Patch -1 for an
+// image tag that names a major alone).
 type Version struct{ Major, Minor, Patch int }
 
 func (v Version) String() string {
-	if v.Patch < 0 {
+	switch {
+	case v.Minor < 0:
+		return fmt.Sprintf("%d", v.Major)
+	case v.Patch < 0:
 		return fmt.Sprintf("%d.%d", v.Major, v.Minor)
 	}
 	return fmt.Sprintf("%d.%d.%d", v.Major, v.Minor, v.Patch)
 }
 
 var (
-	versionPattern = regexp.MustCompile(`(?:^|[^0-9.])v?([0-9]+)\.([0-9]+)(?:\.([0-9]+))?(?:$|[^0-9.])`)
-	exactVersion   = regexp.MustCompile(`^()([0-9]+)\.([0-9]+)(?:\.([0-9]+))?$`)
+	// tagVersion is the version at the start of an image tag: "9.1.2", "v9.0.1", "8.1-alpine",
+	// "8", "8-alpine3.21" (8: what follows the version is no part of it).
+	tagVersion   = regexp.MustCompile(`^v?([0-9]+)(?:\.([0-9]+)(?:\.([0-9]+))?)?(?:$|[^0-9.])`)
+	exactVersion = regexp.MustCompile(`^([0-9]+)\.([0-9]+)(?:\.([0-9]+))?$`)
 )
 
 // ParseVersion reads "9.1.2" or "8.1" (as valkey_version reports it).
@@ -30,28 +36,33 @@ func ParseVersion(s string) (Version, bool) {
 	if m == nil {
 		return Version{}, false
 	}
-	return versionOf(m[1:]), true
+	return versionOf(m), true
 }
 
-// ImageVersion is the Valkey version an image's tag names ("valkey/valkey:8.1.8-alpine",
-// "valkey/valkey:9.1"); false when the tag names none ("latest", a digest only).
+// ImageVersion is the Valkey version an image's tag names at its start
+// ("valkey/valkey:8.1.8-alpine", "valkey/valkey:9.1"; "valkey/valkey:8" and
+// "valkey/valkey:8-alpine" name the major 8 alone, Minor -1); false when the tag names none
+// ("latest", no tag, a digest alone).
 func ImageVersion(image string) (Version, bool) {
 	image, _, _ = strings.Cut(image, "@")
 	i := strings.LastIndex(image, ":")
 	if i < 0 || strings.Contains(image[i:], "/") {
 		return Version{}, false
 	}
-	m := versionPattern.FindStringSubmatch(image[i+1:])
+	m := tagVersion.FindStringSubmatch(image[i+1:])
 	if m == nil {
 		return Version{}, false
 	}
 	return versionOf(m), true
 }
 
+// versionOf reads a match of major, minor and patch (the last two may be empty: -1).
 func versionOf(m []string) Version {
-	v := Version{Patch: -1}
+	v := Version{Minor: -1, Patch: -1}
 	v.Major, _ = strconv.Atoi(m[1])
-	v.Minor, _ = strconv.Atoi(m[2])
+	if m[2] != "" {
+		v.Minor, _ = strconv.Atoi(m[2])
+	}
 	if m[3] != "" {
 		v.Patch, _ = strconv.Atoi(m[3])
 	}

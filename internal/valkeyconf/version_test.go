@@ -17,6 +17,19 @@ func TestImageVersion(t *testing.T) {
 		"registry:5000/valkey":              "",
 		"valkey/valkey@sha256:abcdef":       "",
 		"valkey/valkey:latest":              "",
+		// A major alone, read from the start of the tag only: an Alpine release in the
+		// tag's suffix is no Valkey version.
+		"valkey/valkey:8":               "8",
+		"valkey/valkey:8-alpine":        "8",
+		"valkey/valkey:v9":              "9",
+		"valkey/valkey:9-alpine3.21":    "9",
+		"valkey/valkey:8.1-alpine3.21":  "8.1",
+		"valkey/valkey:8@sha256:abcdef": "8",
+		"registry:5000/valkey:10":       "10",
+		"valkey/valkey:alpine3.21":      "",
+		"valkey/valkey:unstable-9.1":    "",
+		"valkey/valkey:8.1.8.1":         "",
+		"valkey/valkey:8.x":             "",
 	} {
 		v, ok := ImageVersion(image)
 		got := ""
@@ -26,6 +39,9 @@ func TestImageVersion(t *testing.T) {
 		if got != want {
 			t.Errorf("ImageVersion(%q) = %q, want %q", image, got, want)
 		}
+	}
+	if v, _ := ImageVersion("valkey/valkey:8-alpine"); v.Minor != -1 || v.Patch != -1 {
+		t.Errorf("a major alone has no minor: %#v", v)
 	}
 	if v, ok := ParseVersion("9.1.2"); !ok || v != (Version{9, 1, 2}) {
 		t.Errorf("ParseVersion(9.1.2) = %v, %v", v, ok)

@@ -111,10 +111,26 @@ var _ = Describe("Day-2 changes", Label("day2"), Ordered, func() {
 			roles[n.Name] = n.Status.Topology.Role
 			Expect(n.Status.Topology.ServerVersion).To(Equal("8.1.8"), n.Name)
 		}
+		By("the local image's tag (dev) names no version: the version gate holds it until acknowledged")
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Image = valkeyImage })
+		Eventually(func() string {
+			if c := status.Get(getCluster(cluster).Status.Conditions, valkeyv1.ConditionVersionRefused); c != nil {
+				return c.Reason
+			}
+			return ""
+		}).WithTimeout(time.Minute).Should(Equal(valkeyv1.ReasonVersionUnknown))
+		for _, n := range clusterNodes(cluster) {
+			Expect(n.Spec.Image).To(Equal(valkey81Image), "%s was handed the held image", n.Name)
+		}
 		rec := recordApprovals(cluster, pw)
 		w := startAckWriter(cluster, "upgrade")
 		start := time.Now()
-		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) { c.Spec.Image = valkeyImage })
+		updateCluster(cluster, func(c *valkeyv1.ValkeyCluster) {
+			if c.Annotations == nil {
+				c.Annotations = map[string]string{}
+			}
+			c.Annotations[valkeyv1.AnnotationAllowDowngrade] = "true"
+		})
 		Eventually(func() string { return getCluster(cluster).Status.ServerVersions }).WithTimeout(12 * time.Minute).WithPolling(2 * time.Second).
 			Should(Equal("9.1.2"))
 		waitReady(cluster, 5*time.Minute)
