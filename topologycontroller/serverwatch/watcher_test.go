@@ -96,7 +96,9 @@ func TestWatcherTargetsChangeWhileLooking(t *testing.T) {
 	a := startServer(t)
 	b := startServer(t)
 	interval := 20 * time.Millisecond
-	w := New(interval, time.Minute, interval, interval)
+	// Looks every 20 ms, but waits for the servers as long as a loaded machine needs: a look
+	// that times out reads as a server that changed (it stopped answering) and wakes.
+	w := New(interval, time.Minute, time.Second, time.Second)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() { _ = w.Start(ctx) }()
