@@ -71,7 +71,7 @@ fi
 # with TLS (the Valkey above has none), for the TLS e2e specs; skipped with a note without them.
 rserver="$(command -v redis-server || true)"
 rcli="$(command -v redis-cli || true)"
-if [ -n "$rserver" ] && [ -n "$rcli" ] && ldd "$(readlink -f "$rserver")" | grep -q libssl; then
+if [ -n "$rserver" ] && [ -n "$rcli" ] && ldd "$(readlink -f "$rserver")" | grep libssl >/dev/null; then
 	rserver="$(readlink -f "$rserver")"
 	echo "valkey.local/redis-tls:dev: $("$rserver" --version | cut -d' ' -f1-3), $("$rcli" --version)"
 	"$pack" -out "$out/redis-tls.tar" -tag valkey.local/redis-tls:dev -entrypoint /usr/bin/valkey-server \
