@@ -14,7 +14,6 @@ import (
 	discoveryv1 "k8s.io/api/discovery/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	valkeyv1 "valkey.io/operator/apis/v1alpha1"
@@ -147,24 +146,8 @@ var _ = Describe("A bare pod carrying a node's labels, under acknowledged writes
 // with every label of own, and waits until it runs with an IP. It is deleted after the spec
 // if it is still there.
 func startImpostor(own *corev1.Pod) *corev1.Pod {
-	p := &corev1.Pod{
-		// Not "<StatefulSet>-<ordinal>": the StatefulSet adopts no orphan of another name.
-		ObjectMeta: metav1.ObjectMeta{Name: "impostor", Namespace: own.Namespace, Labels: maps.Clone(own.Labels)},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name: "valkey", Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
+	// Not "<StatefulSet>-<ordinal>": the StatefulSet adopts no orphan of another name.
+	p := kitPod(own.Namespace, "impostor", "valkey", maps.Clone(own.Labels))
 	ExpectWithOffset(1, k8s.Create(ctx, p)).To(Succeed())
 	DeferCleanup(func() { _ = client.IgnoreNotFound(k8s.Delete(context.Background(), p, client.GracePeriodSeconds(0))) })
 	EventuallyWithOffset(1, func(g Gomega) {

@@ -80,23 +80,7 @@ func requirePolicyEnforcement() {
 // startOutsider runs a pod of the Valkey image, which holds kit, in namespace ns, and waits
 // until it is Ready.
 func startOutsider(ns string) *corev1.Pod {
-	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "outsider", Namespace: ns},
-		Spec: corev1.PodSpec{
-			TerminationGracePeriodSeconds: ptr.To[int64](1),
-			SecurityContext: &corev1.PodSecurityContext{
-				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
-				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
-			},
-			Containers: []corev1.Container{{
-				Name: "kit", Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
-				SecurityContext: &corev1.SecurityContext{
-					AllowPrivilegeEscalation: ptr.To(false),
-					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
-				},
-			}},
-		},
-	}
+	p := kitPod(ns, "outsider", "kit", nil)
 	ExpectWithOffset(1, k8s.Create(ctx, p)).To(Succeed())
 	EventuallyWithOffset(1, func(g Gomega) {
 		g.Expect(k8s.Get(ctx, client.ObjectKeyFromObject(p), p)).To(Succeed())
@@ -114,4 +98,26 @@ func dialFrom(p *corev1.Pod, container, addr string) (string, error) {
 	}
 	out, err := kubectl(append(args, "--", "kit", "dial", addr, "2")...)
 	return strings.TrimSpace(out), err
+}
+
+// kitPod is a bare pod (no owner) of the Valkey image, which holds kit, asleep in its
+// container, as an unprivileged user: name in namespace ns, with labels.
+func kitPod(ns, name, container string, labels map[string]string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: labels},
+		Spec: corev1.PodSpec{
+			TerminationGracePeriodSeconds: ptr.To[int64](1),
+			SecurityContext: &corev1.PodSecurityContext{
+				RunAsNonRoot: ptr.To(true), RunAsUser: ptr.To[int64](1000),
+				SeccompProfile: &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
+			},
+			Containers: []corev1.Container{{
+				Name: container, Image: valkeyImage, Command: []string{"kit", "sleep", "0"},
+				SecurityContext: &corev1.SecurityContext{
+					AllowPrivilegeEscalation: ptr.To(false),
+					Capabilities:             &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}},
+				},
+			}},
+		},
+	}
 }
